@@ -1,0 +1,33 @@
+"""The errors every command turns into the exit codes of CONTRACT.md.
+
+Code below the CLI raises these; the CLI prints one line on stderr and exits with `exit_code`.
+"""
+
+# Exit codes (CONTRACT.md): the same for every command.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+
+
+class OpsctlError(Exception):
+    """Base class: a message fit for one line on stderr, and the exit code it means."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(OpsctlError):
+    """Bad input: a flag, a rack name, a malformed file. Exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class IncompleteError(OpsctlError):
+    """Something could not be reached or finished, so nothing may be called a pass. Exit 3."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+def where(path, detail=None):
+    """'file.yaml' or 'file.yaml: host rack07-ct03' — the prefix of an input error."""
+    return f"{path}: {detail}" if detail else str(path)

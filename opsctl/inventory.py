@@ -1,0 +1,273 @@
+"""The inventory: one Ansible YAML inventory that both opsctl and ansible/ read (CONTRACT.md).
+
+A rack is a group that sets (or inherits) `opsctl_model`; its hosts are its trays. Variables
+are inherited from parent groups down to hosts, as Ansible does. What opsctl reads:
+
+  opsctl_model       gb200-nvl72 | hgx-h100 | hgx-h200                       (required)
+  opsctl_transport   ssh | local           how opsctl reaches the trays      (default ssh)
+  opsctl_backend     nvml | sim            what reads the hardware           (default nvml)
+  opsctl_scenario    fault scenario file for the sim backend, relative to the inventory
+  opsctl_cabling_map cabling map CSV, relative to the inventory (default: the model's)
+  opsctl_tray        which tray a host is (ct03, st1); else taken from the host name's end
+  opsctl_python      the Python that runs `python -m probes` on the tray    (default python3)
+  ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport)
+
+Host names may use Ansible's numeric ranges: `rack07-ct[01:18]`.
+"""
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opsctl.errors import InputError
+from opsctl.rack_models import MODELS, NAME_PATTERN
+from opsctl.yaml_input import load_yaml_file, require_mapping
+
+DEFAULT_INVENTORY = Path(__file__).resolve().parent / "data" / "inventory.yaml"
+INVENTORY_ENV = "OPSCTL_INVENTORY"
+
+TRANSPORTS = ("ssh", "local")
+BACKENDS = ("nvml", "sim")
+KNOWN_OPSCTL_VARS = {
+    "opsctl_model",
+    "opsctl_transport",
+    "opsctl_backend",
+    "opsctl_scenario",
+    "opsctl_cabling_map",
+    "opsctl_tray",
+    "opsctl_python",
+    "opsctl_known_hosts",
+}
+_RANGE = re.compile(r"\[(\d+):(\d+)\]")
+_TRAY_SUFFIX = re.compile(r"(ct\d{2}|st\d)$")
+
+
+@dataclass(frozen=True)
+class Tray:
+    name: str  # ct03, st1, or "node" for an HGX server
+    host: str  # inventory host name
+    address: str  # where ssh connects (ansible_host, else the host name)
+    port: int
+    user: str | None
+    key_file: str | None
+    python: str
+    is_switch: bool
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    model: object  # RackModel
+    transport: str
+    backend: str
+    scenario: Path | None
+    cabling_map: Path | None
+    known_hosts: str | None
+    trays: tuple
+    source: Path
+    vars: dict = field(default_factory=dict, compare=False)
+
+    def tray(self, name):
+        for tray in self.trays:
+            if tray.name == name:
+                return tray
+        raise KeyError(name)
+
+    @property
+    def missing_trays(self):
+        present = {t.name for t in self.trays}
+        return [name for name in self.model.tray_names() if name not in present]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    source: Path
+    racks: dict  # name -> Rack
+    non_rack_groups: tuple  # groups with hosts but no opsctl_model
+
+    def rack(self, name):
+        if name in self.racks:
+            return self.racks[name]
+        if name in self.non_rack_groups:
+            raise InputError(f"{self.source}: group {name!r} has hosts but no opsctl_model, so it is not a rack")
+        known = ", ".join(sorted(self.racks)) or "none"
+        raise InputError(f"unknown rack {name!r} in {self.source} (racks: {known})")
+
+
+def inventory_path(option=None):
+    """--inventory, else $OPSCTL_INVENTORY, else the packaged default (simulated racks)."""
+    return Path(option or os.environ.get(INVENTORY_ENV) or DEFAULT_INVENTORY)
+
+
+def load_inventory(path=None):
+    path = inventory_path(path)
+    data = dict(require_mapping(load_yaml_file(path), path))
+    top = dict(_mapping_or_empty(data.pop("all", None), path, "group all"))
+    if data:  # Ansible reads top-level groups beside `all` as its children
+        children = _mapping_or_empty(top.get("children"), path, "group all children")
+        top["children"] = {**children, **data}
+    racks = {}
+    non_racks = []
+    seen_hosts = {}
+    _walk_group("all", top, {}, path, racks, non_racks, seen_hosts)
+    return Inventory(source=path, racks=racks, non_rack_groups=tuple(non_racks))
+
+
+def _check_name(name, what, source):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise InputError(f"{source}: {what} {name!r} is not a valid name ([A-Za-z0-9_.-]+)")
+
+
+def _mapping_or_empty(value, source, what):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{source}: {what} must be a mapping, found {type(value).__name__}")
+    return value
+
+
+def _check_vars(variables, source, where):
+    for key in variables:
+        if not isinstance(key, str):
+            raise InputError(f"{source}: {where}: variable name {key!r} is not text")
+        if key.startswith("opsctl_") and key not in KNOWN_OPSCTL_VARS:
+            raise InputError(
+                f"{source}: {where}: unknown variable {key} (known: {', '.join(sorted(KNOWN_OPSCTL_VARS))})"
+            )
+
+
+def _walk_group(name, group, inherited, source, racks, non_racks, seen_hosts):
+    _check_name(name, "group", source)
+    group = _mapping_or_empty(group, source, f"group {name}")
+    unknown = set(group) - {"hosts", "vars", "children"}
+    if unknown:
+        raise InputError(f"{source}: group {name}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
+    group_vars = _mapping_or_empty(group.get("vars"), source, f"group {name} vars")
+    _check_vars(group_vars, source, f"group {name}")
+    merged = {**inherited, **group_vars}
+    hosts = _mapping_or_empty(group.get("hosts"), source, f"group {name} hosts")
+    if hosts:
+        if "opsctl_model" in merged:
+            racks[name] = _build_rack(name, hosts, merged, source, seen_hosts, racks)
+        else:
+            non_racks.append(name)
+    children = _mapping_or_empty(group.get("children"), source, f"group {name} children")
+    for child_name, child in children.items():
+        _walk_group(child_name, child, merged, source, racks, non_racks, seen_hosts)
+
+
+def _expand_host_pattern(pattern, source):
+    """`rack07-ct[01:18]` -> rack07-ct01 … rack07-ct18 (Ansible's numeric ranges, zero padding kept)."""
+    match = _RANGE.search(pattern)
+    if not match:
+        return [pattern]
+    start, end = match.group(1), match.group(2)
+    if int(start) > int(end):
+        raise InputError(f"{source}: host pattern {pattern!r}: range start is after its end")
+    width = len(start) if start.startswith("0") else 0
+    names = []
+    for number in range(int(start), int(end) + 1):
+        expanded = pattern[: match.start()] + str(number).zfill(width) + pattern[match.end() :]
+        names.extend(_expand_host_pattern(expanded, source))
+    return names
+
+
+def _build_rack(name, hosts, rack_vars, source, seen_hosts, racks):
+    if name in racks:
+        raise InputError(f"{source}: rack {name!r} defined twice")
+    model_name = rack_vars.get("opsctl_model")
+    if model_name not in MODELS:
+        raise InputError(f"{source}: rack {name}: unknown opsctl_model {model_name!r} (known: {', '.join(sorted(MODELS))})")
+    model = MODELS[model_name]
+    transport = rack_vars.get("opsctl_transport", "ssh")
+    if transport not in TRANSPORTS:
+        raise InputError(f"{source}: rack {name}: opsctl_transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    backend = rack_vars.get("opsctl_backend", "nvml")
+    if backend not in BACKENDS:
+        raise InputError(f"{source}: rack {name}: opsctl_backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    base = source.parent
+    scenario = _relative_file(rack_vars.get("opsctl_scenario"), base, source, name, "opsctl_scenario")
+    if scenario is not None and backend != "sim":
+        raise InputError(f"{source}: rack {name}: opsctl_scenario is only read with opsctl_backend: sim")
+    cabling_map = _relative_file(rack_vars.get("opsctl_cabling_map"), base, source, name, "opsctl_cabling_map")
+
+    trays = {}
+    for pattern, host_vars in hosts.items():
+        _check_name_pattern(pattern, source)
+        host_vars = _mapping_or_empty(host_vars, source, f"host {pattern}")
+        _check_vars(host_vars, source, f"host {pattern}")
+        for host in _expand_host_pattern(pattern, source):
+            _check_name(host, "host", source)
+            if host in seen_hosts:
+                raise InputError(f"{source}: host {host} is in rack {seen_hosts[host]} and in rack {name}")
+            seen_hosts[host] = name
+            merged = {**rack_vars, **host_vars}
+            tray = _build_tray(host, merged, model, source, name)
+            if tray.name in trays:
+                raise InputError(f"{source}: rack {name}: hosts {trays[tray.name].host} and {host} are both tray {tray.name}")
+            trays[tray.name] = tray
+    order = {tray: i for i, tray in enumerate(model.tray_names())}
+    return Rack(
+        name=name,
+        model=model,
+        transport=transport,
+        backend=backend,
+        scenario=scenario,
+        cabling_map=cabling_map,
+        known_hosts=rack_vars.get("opsctl_known_hosts"),
+        trays=tuple(sorted(trays.values(), key=lambda t: order[t.name])),
+        source=source,
+        vars=dict(rack_vars),
+    )
+
+
+def _check_name_pattern(pattern, source):
+    if not isinstance(pattern, str) or not NAME_PATTERN.fullmatch(_RANGE.sub("0", pattern)):
+        raise InputError(f"{source}: host {pattern!r} is not a valid name ([A-Za-z0-9_.-]+)")
+
+
+def _relative_file(value, base, source, rack, key):
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{source}: rack {rack}: {key} must be a file path")
+    path = Path(os.path.expanduser(value))
+    return path if path.is_absolute() else base / path
+
+
+def _build_tray(host, host_vars, model, source, rack):
+    tray_name = host_vars.get("opsctl_tray")
+    if tray_name is None:
+        if not model.is_nvl72:
+            tray_name = "node"
+        else:
+            match = _TRAY_SUFFIX.search(host)
+            if not match:
+                raise InputError(
+                    f"{source}: rack {rack}: host {host}: set opsctl_tray (ct01–ct18 or st1–st9) "
+                    "or end the host name with it"
+                )
+            tray_name = match.group(1)
+    if tray_name not in model.tray_names():
+        raise InputError(
+            f"{source}: rack {rack}: host {host}: tray {tray_name!r} is not a tray of {model.name} "
+            f"({model.tray_names()[0]} … {model.tray_names()[-1]})"
+        )
+    port = host_vars.get("ansible_port", 22)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise InputError(f"{source}: rack {rack}: host {host}: ansible_port must be a port number, got {port!r}")
+    address = host_vars.get("ansible_host", host)
+    for key, value in (("ansible_host", address), ("ansible_user", host_vars.get("ansible_user"))):
+        if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.:@%-]+", value)):
+            raise InputError(f"{source}: rack {rack}: host {host}: {key} {value!r} is not a valid host or user name")
+    return Tray(
+        name=tray_name,
+        host=host,
+        address=address,
+        port=port,
+        user=host_vars.get("ansible_user"),
+        key_file=host_vars.get("ansible_ssh_private_key_file"),
+        python=str(host_vars.get("opsctl_python", "python3")),
+        is_switch=model.is_switch_tray(tray_name),
+    )

@@ -1,0 +1,71 @@
+"""Reading the YAML (or JSON) files users write, so that every mistake is one clear line.
+
+PyYAML keeps the last of two equal keys without a word; an inventory with a tray listed twice
+must be refused instead, so this loader rejects duplicate keys and names the line.
+"""
+
+from pathlib import Path
+
+import yaml
+
+from opsctl.errors import InputError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark
+            ) from None
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse_yaml(text, source):
+    """Parse YAML text; any syntax or duplicate-key error becomes an InputError naming `source`."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        at = f" line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{source}:{at} not valid YAML: {problem}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to read") from None
+
+
+def load_yaml_file(path):
+    """Read and parse a YAML or JSON file; a missing or unreadable file is an InputError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    return parse_yaml(text, path)
+
+
+def require_mapping(value, source):
+    """The top of every input file is a mapping; say so plainly when it is not."""
+    if not isinstance(value, dict):
+        kind = "empty" if value is None else f"a {type(value).__name__}"
+        raise InputError(f"{source}: expected a mapping of keys, found {kind}")
+    return value
