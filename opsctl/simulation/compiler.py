@@ -1,0 +1,287 @@
+"""Compile a fault scenario and a rack topology into the simulator's RackSpec.
+
+Here the physical parts are resolved to what the hardware would show: a cartridge with bad
+pins becomes error rates on the links through those pins, a failed switch chip becomes its 72
+links down, and a link that drops on an NVL72 makes every other GPU of the NVLink domain log
+a downstream XID 145 moments later (the origin logs 149 first; NVML_AND_XID.md).
+"""
+
+import hashlib
+
+import pynvml
+
+from opsctl.errors import InputError
+from probes.sim.profiles import seeded_random
+from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
+
+XID_NVLINK = 74  # NVLink error (NVLink 4)
+XID_NVLINK5_LINK_DOWN = 149  # NETIR_LINK_DOWN, fatal (NVLink 5)
+XID_NVLINK5_DOWNSTREAM = 145  # what the other GPUs of the domain log
+XID_DBE = 48
+XID_ROW_REMAP = 63
+XID_ROW_REMAP_FAILURE = 64
+XID_FELL_OFF_BUS = 79
+
+HGX_PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # a DGX/HGX H100 board's GPUs
+DRIVER = {"gb200": "570.133.20", "b200": "570.133.20", "h100": "550.127.08", "h200": "550.127.08"}
+
+
+def _hex(*keys, length=32):
+    return hashlib.sha256("/".join(map(str, keys)).encode()).hexdigest()[:length]
+
+
+def _uuid(seed, gpu_id):
+    h = _hex(seed, gpu_id, "uuid")
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+class _Builder:
+    def __init__(self, scenario, topology):
+        self.scenario = scenario
+        self.topology = topology
+        self.model = topology.model
+        self.rack = topology.rack
+        self.gpus = {}  # gpu id -> GpuSpec
+        self.links = {}  # link id -> LinkSpec
+        self.unreachable = set()
+
+    # --- the healthy rack --------------------------------------------------------------------
+    def build_hardware(self):
+        model, rack, seed = self.model, self.rack, self.scenario.seed
+        trays = []
+        for tray_index, tray in enumerate(model.compute_tray_names()):
+            gpus = []
+            for local in range(model.gpus_per_tray):
+                rack_index = tray_index * model.gpus_per_tray + local
+                gpu_id = model.gpu_id(rack, rack_index)
+                if model.is_nvl72:
+                    bus_id = f"{(0x0008, 0x0009, 0x0018, 0x0019)[local]:08X}:01:00.0"
+                else:
+                    bus_id = f"00000000:{HGX_PCI_BUSES[local]}:00.0"
+                links = []
+                for port in range(model.nvlink_ports):
+                    link = self.topology.link_for(gpu_id, port)
+                    spec = LinkSpec(port=port, remote_switch=link.switch, remote_port=link.switch_port)
+                    self.links[link.id] = spec
+                    links.append(spec)
+                gpu = GpuSpec(
+                    id=gpu_id,
+                    local_index=local,
+                    rack_index=rack_index,
+                    uuid=_uuid(seed, gpu_id),
+                    serial=str(1650000000000 + int(_hex(seed, gpu_id, "serial", length=8), 16) % 10**9),
+                    pci_bus_id=bus_id,
+                    module_id=local + 1,
+                    links=links,
+                )
+                self.gpus[gpu_id] = gpu
+                gpus.append(gpu)
+            trays.append(TraySpec(name=tray, slot=tray_index + 1, tray_index=tray_index, gpus=gpus))
+        for index, tray in enumerate(model.switch_tray_names()):
+            trays.append(TraySpec(name=tray, slot=model.compute_trays + index + 1, tray_index=index))
+        return trays
+
+    # --- resolving what a fault names --------------------------------------------------------
+    def _full_id(self, target):
+        return target if target.startswith(self.rack + "/") or target == self.rack else f"{self.rack}/{target}"
+
+    def _fail(self, fault, message):
+        raise InputError(f"{self.scenario.source}: {fault.label}: {message}")
+
+    def link_ids(self, fault):
+        if fault.port is not None:
+            gpu = self._gpu_id(fault)
+            if fault.port >= self.model.nvlink_ports:
+                self._fail(fault, f"port {fault.port} out of range 0–{self.model.nvlink_ports - 1}")
+            return [self.model.link_id(self.rack, self.gpus[gpu].rack_index, fault.port)]
+        link_id = self._full_id(fault.target)
+        if link_id not in self.links:
+            self._fail(fault, f"unknown link {fault.target!r} (links look like {self.rack}/"
+                       f"{self.model.gpu_id(self.rack, 0).split('/', 1)[1]}/nvl05)")
+        return [link_id]
+
+    def _gpu_id(self, fault):
+        gpu_id = self._full_id(fault.target)
+        if gpu_id not in self.gpus:
+            self._fail(fault, f"unknown GPU {fault.target!r}")
+        return gpu_id
+
+    def gpu_ids(self, fault):
+        if fault.target == "all":
+            return list(self.gpus)
+        return [self._gpu_id(fault)]
+
+    def part(self, fault, kinds=None):
+        part_id = self._full_id(fault.target)
+        component = self.topology.components.get(part_id)
+        if component is None:
+            self._fail(fault, f"unknown part {fault.target!r}")
+        if kinds and component.kind not in kinds:
+            self._fail(fault, f"{part_id} is a {component.kind}, expected a {' or '.join(kinds)}")
+        return component
+
+    # --- effects -------------------------------------------------------------------------------
+    def link_effect(self, link_id, kind, params, fault):
+        self.links[link_id].effects.append(Effect(kind, dict(params), source=fault.label))
+
+    def gpu_effect(self, gpu_id, kind, params, fault):
+        self.gpus[gpu_id].effects.append(Effect(kind, dict(params), source=fault.label))
+
+    def xid(self, gpu_id, xid, at_s, fault, repeat_s=None, count=None):
+        params = {"xid": xid, "at_s": at_s}
+        if repeat_s is not None:
+            params["repeat_s"] = repeat_s
+        if count is not None:
+            params["count"] = count
+        self.gpu_effect(gpu_id, "xid", params, fault)
+
+    def link_drop(self, link_ids, fault, start_s, period_s=None, end_s=None, origin_xid=True):
+        """XIDs for links that go down: the origin GPU logs the link-down XID; on NVL72 every
+        other GPU of the domain then logs the downstream XID 145."""
+        origins = sorted({"/".join(link_id.split("/")[:-1]) for link_id in link_ids})
+        count = None
+        if period_s is not None and end_s is not None:
+            count = int((end_s - start_s) // period_s) + 1
+        nvl5 = self.model.is_nvl72
+        for gpu_id in origins if origin_xid else ():
+            self.xid(gpu_id, XID_NVLINK5_LINK_DOWN if nvl5 else XID_NVLINK, start_s, fault, period_s, count)
+        if not nvl5:
+            return
+        rng = seeded_random(self.scenario.seed, fault.index, "downstream")
+        for gpu_id in self.gpus:
+            if gpu_id not in origins:
+                delay = rng.uniform(0.2, 3.0)  # later than the origin: that is how it is found
+                self.xid(gpu_id, XID_NVLINK5_DOWNSTREAM, start_s + delay, fault, period_s, count)
+
+    def apply(self, fault):
+        p = fault.params
+        window = {k: p[k] for k in ("start_s", "end_s") if k in p}
+        start = p.get("start_s", 0.0)
+        kind = fault.kind
+        if kind == "link_errors":
+            for link_id in self.link_ids(fault):
+                self.link_effect(link_id, "errors", p, fault)
+        elif kind == "link_down":
+            links = self.link_ids(fault)
+            for link_id in links:
+                self.link_effect(link_id, "down", window, fault)
+            self.link_drop(links, fault, start)
+        elif kind == "link_flap":
+            links = self.link_ids(fault)
+            for link_id in links:
+                self.link_effect(link_id, "flap", p, fault)
+            self.link_drop(links, fault, start, p.get("period_s", 60.0), p.get("end_s"))
+        elif kind == "link_degraded":
+            for link_id in self.link_ids(fault):
+                self.link_effect(link_id, "bandwidth", p, fault)
+        elif kind == "bad_pins":
+            self.bad_pins(fault)
+        elif kind in ("switch_chip_failed", "switch_tray_failed"):
+            wanted = ("switch_chip",) if kind == "switch_chip_failed" else ("switch_tray",)
+            part = self.part(fault, wanted)
+            for link_id in part.links:
+                self.link_effect(link_id, "down", window, fault)
+            self.link_drop(part.links, fault, start)
+        elif kind == "slow_gpu":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "slow", p, fault)
+        elif kind in ("thermal_throttle", "power_brake"):
+            reason = "thermal" if kind == "thermal_throttle" else "power_brake"
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "throttle", {"reason": reason, **p}, fault)
+        elif kind == "ecc":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "ecc", p, fault)
+                if p.get("uncorrected", 0) > 0:
+                    self.xid(gpu_id, XID_DBE, start, fault)
+                    self.gpu_effect(gpu_id, "row_remap", {"start_s": start, "uncorrected_rows": p["uncorrected"], "pending": True}, fault)
+        elif kind == "row_remap":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "row_remap", p, fault)
+                self.xid(gpu_id, XID_ROW_REMAP_FAILURE if p.get("failure") else XID_ROW_REMAP, start, fault)
+        elif kind == "xid":
+            for gpu_id in self.gpu_ids(fault):
+                self.xid(gpu_id, p["xid"], p.get("at_s", 0.0), fault, p.get("repeat_s"), p.get("count"))
+        elif kind == "sdc":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "sdc", p, fault)
+        elif kind == "gpu_lost":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "lost", {"start_s": start}, fault)
+                self.xid(gpu_id, XID_FELL_OFF_BUS, start, fault)
+                if self.model.is_nvl72:
+                    gpu_links = [self.model.link_id(self.rack, self.gpus[gpu_id].rack_index, port)
+                                 for port in range(self.model.nvlink_ports)]
+                    for link_id in gpu_links:
+                        self.link_effect(link_id, "down", {"start_s": start}, fault)
+                    # The rest of the domain sees its links go; the lost GPU itself logged 79.
+                    self.link_drop(gpu_links, fault, start, origin_xid=False)
+        elif kind == "not_supported":
+            fields = []
+            for name in p.get("fields", []):
+                value = getattr(pynvml, name, None)
+                if not name.startswith("NVML_FI_") or not isinstance(value, int):
+                    self._fail(fault, f"unknown NVML field {name!r}")
+                fields.append(value)
+            for name in p.get("calls", []):
+                if not name.startswith("nvml") or not callable(getattr(pynvml, name, None)):
+                    self._fail(fault, f"unknown NVML call {name!r}")
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "not_supported", {"calls": p.get("calls", []), "fields": fields}, fault)
+        elif kind == "fabric_degraded":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "fabric", {"degraded_bw": True, **p}, fault)
+        elif kind == "tray_unreachable":
+            tray = fault.target.split("/")[-1]
+            if tray not in self.model.tray_names():
+                self._fail(fault, f"unknown tray {fault.target!r}")
+            self.unreachable.add(tray)
+
+    def bad_pins(self, fault):
+        p = fault.params
+        part = self.part(fault)
+        candidates = sorted(part.links)
+        if not candidates:
+            self._fail(fault, f"{part.id} carries no links")
+        if "links" in p:
+            n = min(p["links"], len(candidates))
+        else:
+            n = max(1, round(p.get("fraction", 0.1) * len(candidates)))
+        rng = seeded_random(self.scenario.seed, fault.index, part.id, "pins")
+        chosen = sorted(rng.sample(candidates, n))
+        if p.get("down"):
+            window = {k: p[k] for k in ("start_s", "end_s") if k in p}
+            for link_id in chosen:
+                self.link_effect(link_id, "down", window, fault)
+            self.link_drop(chosen, fault, p.get("start_s", 0.0))
+            return
+        rates = {k: v for k, v in p.items() if k not in ("links", "fraction", "down")}
+        if not any(k in rates for k in ("crc_per_s", "replay_per_s", "recovery_per_s", "symbol_per_s", "ber")):
+            rates.update({"crc_per_s": 150.0, "replay_per_s": 1.0, "ber": 2e-10})  # a marginal contact
+        for link_id in chosen:
+            self.link_effect(link_id, "errors", rates, fault)
+
+
+def compile_rack_spec(scenario, topology):
+    """The RackSpec of `topology`'s rack with `scenario`'s faults in it."""
+    if scenario.rack is not None and scenario.rack != topology.rack:
+        raise InputError(f"{scenario.source}: written for rack {scenario.rack}, not {topology.rack}")
+    builder = _Builder(scenario, topology)
+    trays = builder.build_hardware()
+    for fault in scenario.faults:
+        builder.apply(fault)
+    for tray in trays:
+        tray.unreachable = tray.name in builder.unreachable
+    sku = topology.model.sku
+    return RackSpec(
+        rack=topology.rack,
+        model=topology.model.name,
+        sku=sku,
+        seed=scenario.seed,
+        chassis_serial=str(1821124000000 + int(_hex(scenario.seed, topology.rack, "chassis", length=8), 16) % 10**6),
+        cluster_uuid=_hex(scenario.seed, topology.rack, "cluster"),
+        clique_id=int(_hex(scenario.seed, topology.rack, "clique", length=4), 16) % 32767 + 1,
+        driver_version=DRIVER[sku],
+        noise=dict(scenario.noise),
+        trays=trays,
+    )

@@ -1,0 +1,30 @@
+"""NVLink 5 BER fields (NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, _SYMBOL_BER) come as one
+unsigned integer: a mantissa in bits 11:8 and a decimal exponent in bits 7:0, so
+BER = mantissa × 10^-exponent. This is the driver's layout for BER values
+(NV2080_CTRL_NVLINK_*_BER_MANTISSA 11:8 / _EXPONENT 7:0 in open-gpu-kernel-modules);
+DCGM publishes the same field raw and as a decoded float.
+"""
+
+import math
+
+MANTISSA_SHIFT = 8
+MANTISSA_MASK = 0xF
+EXPONENT_MASK = 0xFF
+
+
+def decode_ber(raw):
+    mantissa = (int(raw) >> MANTISSA_SHIFT) & MANTISSA_MASK
+    exponent = int(raw) & EXPONENT_MASK
+    return mantissa * 10.0 ** (-exponent)
+
+
+def encode_ber(ber):
+    """The raw field value for a BER (one significant digit, as the hardware reports it)."""
+    if ber <= 0:
+        return 0
+    exponent = -math.floor(math.log10(ber))
+    mantissa = round(ber * 10.0**exponent)
+    if mantissa >= 10:
+        mantissa, exponent = 1, exponent - 1
+    exponent = max(0, min(EXPONENT_MASK, exponent))
+    return (mantissa << MANTISSA_SHIFT) | exponent

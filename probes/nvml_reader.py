@@ -1,0 +1,428 @@
+"""Reading a tray's GPUs through NVML: identity, NVLink state and counters, memory errors,
+clocks, power, temperature, throttling and fabric health, and the XIDs of a window.
+
+`nvml` is the `pynvml` module on a real tray, or `probes.sim.SimNvml` in simulation: this code
+cannot tell them apart. Every call may fail on its own (not supported on this GPU, GPU lost,
+driver error); the reading records what failed and why and goes on with the rest.
+"""
+
+import ctypes
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+from probes.nvlink_ber import decode_ber
+
+CLOCK_EVENT_REASONS = {
+    "gpu_idle": "nvmlClocksEventReasonGpuIdle",
+    "applications_clocks": "nvmlClocksEventReasonApplicationsClocksSetting",
+    "sw_power_cap": "nvmlClocksEventReasonSwPowerCap",
+    "hw_slowdown": "nvmlClocksEventReasonHwSlowdown",
+    "sync_boost": "nvmlClocksEventReasonSyncBoost",
+    "sw_thermal_slowdown": "nvmlClocksEventReasonSwThermalSlowdown",
+    "hw_thermal_slowdown": "nvmlClocksEventReasonHwThermalSlowdown",
+    "hw_power_brake_slowdown": "nvmlClocksEventReasonHwPowerBrakeSlowdown",
+    "display_clock": "nvmlClocksEventReasonDisplayClockSetting",
+}
+FABRIC_HEALTH_FLAGS = ("degraded_bw", "route_recovery", "route_unhealthy", "access_timeout_recovery")
+FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+FABRIC_SUMMARIES = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
+
+# Per-link counters: name -> the field that carries it. DL_* are on every NVLink generation
+# as field values; the COUNT_* ones are NVLink 5 (Blackwell). Counters are monotonic.
+LINK_COUNTER_FIELDS = {
+    "crc_errors": "NVML_FI_DEV_NVLINK_ERROR_DL_CRC",
+    "replay_errors": "NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY",
+    "recovery_errors": "NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY",
+    "recovery_successful": "NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS",
+    "recovery_failed": "NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS",
+    "recovery_events": "NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS",
+    "effective_errors": "NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS",
+    "symbol_errors": "NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS",
+    "rcv_errors": "NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS",
+    "malformed_packet_errors": "NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS",
+}
+LINK_GAUGE_FIELDS = {
+    "state": "NVML_FI_DEV_NVLINK_GET_STATE",
+    "effective_ber": "NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER",
+    "symbol_ber": "NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER",
+}
+FEC_HISTORY_BINS = 16
+# The legacy per-link error counter call, used where the DL field is not supported.
+LEGACY_COUNTERS = {
+    "crc_errors": "NVML_NVLINK_ERROR_DL_CRC_FLIT",
+    "replay_errors": "NVML_NVLINK_ERROR_DL_REPLAY",
+    "recovery_errors": "NVML_NVLINK_ERROR_DL_RECOVERY",
+}
+
+
+@dataclass
+class LinkReading:
+    port: int
+    state: str | None = None  # "up", "down", or None when NVML could not say
+    counters: dict = field(default_factory=dict)
+    effective_ber: float | None = None
+    symbol_ber: float | None = None
+    fec_history: list | None = None
+    remote_pci_bus_id: str | None = None
+    unsupported: list = field(default_factory=list)
+
+
+@dataclass
+class GpuReading:
+    index: int
+    time: float
+    lost: bool = False
+    uuid: str | None = None
+    name: str | None = None
+    serial: str | None = None
+    pci_bus_id: str | None = None
+    module_id: int | None = None
+    vbios: str | None = None
+    inforom: str | None = None
+    platform: dict | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    energy_j: float | None = None
+    sm_clock_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    clocks_event_reasons: list | None = None
+    violation_s: dict = field(default_factory=dict)
+    ecc: dict = field(default_factory=dict)
+    remapped_rows: dict | None = None
+    retired_pages: dict | None = None
+    fabric: dict | None = None
+    links: list = field(default_factory=list)
+    unsupported: list = field(default_factory=list)  # calls NVML said this GPU does not support
+    errors: dict = field(default_factory=dict)  # call -> what went wrong
+    read_seconds: float = 0.0
+
+    def to_dict(self):
+        return asdict(self)
+
+
+class _GpuLost(Exception):
+    pass
+
+
+class NvmlReader:
+    """Reads every GPU of the tray. Construct after nvmlInit (see `open`)."""
+
+    def __init__(self, nvml):
+        self.nvml = nvml
+        self.count = nvml.nvmlDeviceGetCount()
+        self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(self.count)]
+        self._field_ids = {name: getattr(nvml, const) for name, const in {**LINK_COUNTER_FIELDS, **LINK_GAUGE_FIELDS}.items()}
+        self._fec0 = nvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0
+        self._link_counts = {}
+
+    # --- the system --------------------------------------------------------------------------
+    def system(self):
+        info = {}
+        for key, call in (("driver_version", "nvmlSystemGetDriverVersion"), ("nvml_version", "nvmlSystemGetNVMLVersion"),
+                          ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")):
+            try:
+                info[key] = getattr(self.nvml, call)()
+            except self.nvml.NVMLError as error:
+                info[key] = None
+                info.setdefault("errors", {})[call] = str(error)
+        info["gpu_count"] = self.count
+        return info
+
+    # --- one GPU -----------------------------------------------------------------------------------
+    def _call(self, reading, name, *args, unsupported_ok=True):
+        """Call nvml.<name>(*args); None when NVML says no, with the reason kept."""
+        nvml = self.nvml
+        try:
+            return getattr(nvml, name)(*args)
+        except nvml.NVMLError_GpuIsLost:
+            reading.lost = True
+            reading.errors[name] = "GPU is lost"
+            raise _GpuLost() from None
+        except nvml.NVMLError_NotSupported:
+            if name not in reading.unsupported:
+                reading.unsupported.append(name)
+            return None
+        except nvml.NVMLError as error:
+            reading.errors[name] = str(error)
+            return None
+
+    def read_gpu(self, index, identity=True, links=True):
+        started = time.perf_counter()
+        reading = GpuReading(index=index, time=time.time())
+        handle = self.handles[index]
+        try:
+            if identity:
+                self._read_identity(reading, handle)
+            self._read_health(reading, handle)
+            if links:
+                self._read_links(reading, handle)
+        except _GpuLost:
+            pass
+        reading.read_seconds = time.perf_counter() - started
+        return reading
+
+    def read_all(self, identity=True, links=True):
+        return [self.read_gpu(i, identity=identity, links=links) for i in range(self.count)]
+
+    def _read_identity(self, reading, handle):
+        nvml = self.nvml
+        reading.uuid = self._call(reading, "nvmlDeviceGetUUID", handle)
+        reading.name = self._call(reading, "nvmlDeviceGetName", handle)
+        reading.serial = self._call(reading, "nvmlDeviceGetSerial", handle)
+        pci = self._call(reading, "nvmlDeviceGetPciInfo", handle)
+        if pci is not None:
+            reading.pci_bus_id = _text(pci.busId)
+        reading.module_id = self._call(reading, "nvmlDeviceGetModuleId", handle)
+        reading.vbios = self._call(reading, "nvmlDeviceGetVbiosVersion", handle)
+        reading.inforom = self._call(reading, "nvmlDeviceGetInforomImageVersion", handle)
+        info = nvml.c_nvmlPlatformInfo_v2_t()
+        if self._call(reading, "nvmlDeviceGetPlatformInfo", handle, ctypes.byref(info)) is not None:
+            reading.platform = {
+                "chassis_serial": _text(info.chassisSerialNumber),
+                "slot": _byte(info.slotNumber),
+                "tray_index": _byte(info.trayIndex),
+                "host_id": _byte(info.hostId),
+                "module_id": _byte(info.moduleId),
+            }
+
+    def _read_health(self, reading, handle):
+        nvml = self.nvml
+        temperature = self._call(reading, "nvmlDeviceGetTemperatureV", handle, nvml.NVML_TEMPERATURE_GPU)
+        reading.temperature_c = temperature
+        power = self._call(reading, "nvmlDeviceGetPowerUsage", handle)
+        reading.power_w = None if power is None else power / 1000.0
+        limit = self._call(reading, "nvmlDeviceGetEnforcedPowerLimit", handle)
+        reading.power_limit_w = None if limit is None else limit / 1000.0
+        energy = self._call(reading, "nvmlDeviceGetTotalEnergyConsumption", handle)
+        reading.energy_j = None if energy is None else energy / 1000.0
+        reading.sm_clock_mhz = self._call(reading, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM)
+        reading.sm_clock_max_mhz = self._call(reading, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM)
+        reading.mem_clock_mhz = self._call(reading, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_MEM)
+        reasons = self._call(reading, "nvmlDeviceGetCurrentClocksEventReasons", handle)
+        if reasons is not None:
+            reading.clocks_event_reasons = [name for name, const in CLOCK_EVENT_REASONS.items() if reasons & getattr(nvml, const)]
+        for key, policy in (("thermal", nvml.NVML_PERF_POLICY_THERMAL), ("power", nvml.NVML_PERF_POLICY_POWER)):
+            status = self._call(reading, "nvmlDeviceGetViolationStatus", handle, policy)
+            if status is not None:
+                reading.violation_s[key] = status.violationTime / 1e9
+
+        for key, error_type, counter_type in (
+            ("corrected_volatile", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC),
+            ("uncorrected_volatile", nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC),
+            ("corrected_aggregate", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_AGGREGATE_ECC),
+            ("uncorrected_aggregate", nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_AGGREGATE_ECC),
+        ):
+            value = self._call(reading, "nvmlDeviceGetTotalEccErrors", handle, error_type, counter_type)
+            if value is not None:
+                reading.ecc[key] = value
+        rows = self._call(reading, "nvmlDeviceGetRemappedRows", handle)
+        if rows is not None:
+            corrected, uncorrected, pending, failure = rows
+            reading.remapped_rows = {"corrected": corrected, "uncorrected": uncorrected,
+                                     "pending": bool(pending), "failure": bool(failure)}
+        pages = {}
+        for key, cause in (("single_bit", nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS),
+                           ("double_bit", nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)):
+            retired = self._call(reading, "nvmlDeviceGetRetiredPages", handle, cause)
+            if retired is not None:
+                pages[key] = len(retired)
+        if pages:
+            pending = self._call(reading, "nvmlDeviceGetRetiredPagesPendingStatus", handle)
+            pages["pending"] = None if pending is None else bool(pending)
+            reading.retired_pages = pages
+
+        fabric = nvml.c_nvmlGpuFabricInfo_v3_t()
+        if self._call(reading, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(fabric)) is not None:
+            reading.fabric = decode_fabric(nvml, fabric)
+
+    def _link_count(self, reading, handle):
+        nvml = self.nvml
+        if reading.index in self._link_counts:
+            return self._link_counts[reading.index]
+        values = self._call(reading, "nvmlDeviceGetFieldValues", handle, [nvml.NVML_FI_DEV_NVLINK_LINK_COUNT])
+        if values is not None and values[0].nvmlReturn == nvml.NVML_SUCCESS:
+            count = values[0].value.uiVal
+        else:  # older drivers: ask each link until NVML says there is no such link
+            count = 0
+            while count < nvml.NVML_NVLINK_MAX_LINKS:
+                try:
+                    nvml.nvmlDeviceGetNvLinkState(handle, count)
+                except nvml.NVMLError_GpuIsLost:
+                    raise _GpuLost() from None
+                except nvml.NVMLError:
+                    break
+                count += 1
+        self._link_counts[reading.index] = count
+        return count
+
+    def _read_links(self, reading, handle):
+        nvml = self.nvml
+        count = self._link_count(reading, handle)
+        if count == 0:
+            return
+        requests = []
+        for port in range(count):
+            requests.extend((fid, port) for fid in self._field_ids.values())
+            requests.extend((self._fec0 + k, port) for k in range(FEC_HISTORY_BINS))
+        values = self._call(reading, "nvmlDeviceGetFieldValues", handle, requests)  # one batched call
+        by_key = {}
+        if values is not None:
+            for value in values:
+                by_key[(value.fieldId, value.scopeId)] = value
+        for port in range(count):
+            link = LinkReading(port=port)
+            for name, fid in self._field_ids.items():
+                value = by_key.get((fid, port))
+                if value is None or value.nvmlReturn != nvml.NVML_SUCCESS:
+                    if value is not None and value.nvmlReturn == nvml.NVML_ERROR_GPU_IS_LOST:
+                        reading.lost = True
+                        raise _GpuLost()
+                    link.unsupported.append(name)
+                    continue
+                number = _field_number(nvml, value)
+                if name == "state":
+                    link.state = "up" if number in (nvml.NVML_NVLINK_STATE_ACTIVE,) else "down"
+                elif name in ("effective_ber", "symbol_ber"):
+                    setattr(link, name, decode_ber(number))
+                else:
+                    link.counters[name] = number
+            fec = [by_key.get((self._fec0 + k, port)) for k in range(FEC_HISTORY_BINS)]
+            if all(v is not None and v.nvmlReturn == nvml.NVML_SUCCESS for v in fec):
+                link.fec_history = [_field_number(nvml, v) for v in fec]
+            self._fill_legacy(reading, handle, link)
+            reading.links.append(link)
+
+    def _fill_legacy(self, reading, handle, link):
+        """What the field values did not give, from the per-link calls every driver has."""
+        nvml = self.nvml
+        if link.state is None:
+            state = self._call(reading, "nvmlDeviceGetNvLinkState", handle, link.port)
+            if state is not None:
+                link.state = "up" if state == nvml.NVML_FEATURE_ENABLED else "down"
+                link.unsupported.remove("state")
+        for name, const in LEGACY_COUNTERS.items():
+            if name in link.counters:
+                continue
+            value = self._call(reading, "nvmlDeviceGetNvLinkErrorCounter", handle, link.port, getattr(nvml, const))
+            if value is not None:
+                link.counters[name] = value
+                link.unsupported.remove(name)
+        remote = self._call(reading, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link.port)
+        if remote is not None:
+            link.remote_pci_bus_id = _text(remote.busId)
+
+
+class XidWatcher:
+    """Collects XID events from all GPUs of the tray while a window is open.
+
+    Register before the load starts and stop after it: the events in between are the window's
+    XIDs (NVML only delivers events that happen after registration)."""
+
+    def __init__(self, nvml, handles, poll_ms=200):
+        self.nvml = nvml
+        self.handles = handles
+        self.poll_ms = poll_ms
+        self.events = []  # dicts: gpu index, xid, time
+        self.errors = []
+        self._addresses = {_address(h): i for i, h in enumerate(handles)}
+        self._stop = threading.Event()
+        self._thread = None
+        self._set = None
+
+    def start(self):
+        nvml = self.nvml
+        self._set = nvml.nvmlEventSetCreate()
+        for index, handle in enumerate(self.handles):
+            try:
+                nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, self._set)
+            except nvml.NVMLError as error:
+                self.errors.append({"gpu": index, "error": f"cannot watch XIDs: {error}"})
+        self._thread = threading.Thread(target=self._run, name="xid-watcher", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        nvml = self.nvml
+        while not self._stop.is_set():
+            try:
+                data = nvml.nvmlEventSetWait(self._set, self.poll_ms)
+            except nvml.NVMLError_Timeout:
+                continue
+            except nvml.NVMLError as error:
+                self.errors.append({"gpu": None, "error": f"XID wait failed: {error}"})
+                self._stop.wait(self.poll_ms / 1000.0)
+                continue
+            if data.eventType & nvml.nvmlEventTypeXidCriticalError:
+                self.events.append({"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData),
+                                    "time": time.time()})
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        # Whatever arrived between the last poll and now.
+        while True:
+            try:
+                data = self.nvml.nvmlEventSetWait(self._set, 0)
+            except self.nvml.NVMLError:
+                break
+            self.events.append({"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData), "time": time.time()})
+        try:
+            self.nvml.nvmlEventSetFree(self._set)
+        except self.nvml.NVMLError:
+            pass
+        return self.events
+
+
+def decode_fabric(nvml, info):
+    mask = info.healthMask
+    health = {}
+    for flag in FABRIC_HEALTH_FLAGS:
+        shift = getattr(nvml, f"NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_{flag.upper()}")
+        width = getattr(nvml, f"NVML_GPU_FABRIC_HEALTH_MASK_WIDTH_{flag.upper()}")
+        value = (mask >> shift) & width
+        health[flag] = {1: True, 2: False}.get(value)  # 0: not supported
+    return {
+        "state": FABRIC_STATES.get(info.state, str(info.state)),
+        "status": int(info.status),
+        "clique_id": int(info.cliqueId),
+        "cluster_uuid": bytes(info.clusterUuid).hex(),
+        "health": health,
+        "summary": FABRIC_SUMMARIES.get(getattr(info, "healthSummary", 0), "not_supported"),
+    }
+
+
+def _field_number(nvml, value):
+    kind = value.valueType
+    if kind == nvml.NVML_VALUE_TYPE_DOUBLE:
+        return value.value.dVal
+    if kind == nvml.NVML_VALUE_TYPE_UNSIGNED_INT:
+        return value.value.uiVal
+    if kind == nvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        return value.value.sllVal
+    if kind == nvml.NVML_VALUE_TYPE_SIGNED_INT:
+        return value.value.siVal
+    return value.value.ullVal
+
+
+def _text(value):
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _byte(value):
+    """A c_char field as a number (pynvml's structs hand c_char back as bytes or as str)."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        return ord(value[0]) if value else 0
+    return value[0] if value else 0
+
+
+def _address(handle):
+    try:
+        return ctypes.addressof(handle.contents)
+    except (ValueError, AttributeError, TypeError):
+        return None

@@ -1,0 +1,329 @@
+"""The simulated rack: GPUs and NVLink links whose readings are functions of time.
+
+Every reading is computed from the spec, the seed and the clock, so two reads at the same
+moment agree, deltas over a window are the injected rates, and nothing drifts between runs.
+"""
+
+import math
+import threading
+
+from probes.sim import profiles
+from probes.sim.clock import WallClock
+from probes.sim.sku_models import NVLINK4_LINE_RATE_BITS, NVLINK5_LINE_RATE_BITS, SKU_MODELS
+from probes.sim.spec import RackSpec
+
+COUNTERS = ("crc", "replay", "recovery", "symbol")
+_RATE_KEYS = {"crc": "crc_per_s", "replay": "replay_per_s", "recovery": "recovery_per_s", "symbol": "symbol_per_s"}
+FEC_BINS = 16
+
+
+class SimLink:
+    """One NVLink port of a simulated GPU."""
+
+    def __init__(self, gpu, spec):
+        self.gpu = gpu
+        self.spec = spec
+        self.port = spec.port
+        self.effects = spec.effects
+        rng = profiles.seeded_random(gpu.rack.seed, gpu.id, spec.port, "link")
+        # Some healthy links are noisier than others (lognormal spread around the rack's noise).
+        self.noise_scale = math.exp(rng.gauss(0.0, 0.6))
+        # Lifetime counts from before this window (factory test, earlier jobs): judging
+        # totals instead of deltas would fail healthy links.
+        self.baseline = {c: (rng.randrange(0, 40) if c == "crc" else rng.randrange(0, 2)) for c in COUNTERS}
+        self.baseline["effective"] = rng.randrange(0, 40)
+        self.phase = {name: rng.random() for name in (*COUNTERS, "effective", "fec")}
+        self.line_rate = NVLINK5_LINE_RATE_BITS if gpu.sku.nvlink_version >= 5 else NVLINK4_LINE_RATE_BITS
+
+    # --- state -----------------------------------------------------------------------------
+    def is_up(self, t):
+        for effect in self.effects:
+            if effect.kind == "down" and profiles.active(effect, t):
+                return False
+            if effect.kind == "flap" and profiles.flap_is_down(effect, t):
+                return False
+        return True
+
+    def down_events(self, t):
+        """How many times the link has gone down (each a failed recovery) by time t."""
+        events = 0
+        for effect in self.effects:
+            if effect.kind == "down" and t >= effect.get("start_s", 0.0):
+                events += 1
+            elif effect.kind == "flap":
+                events += profiles.flap_transitions(effect, t)
+        return events
+
+    def _error_effects(self):
+        return [e for e in self.effects if e.kind == "errors"]
+
+    def _noise(self, key):
+        return float(self.gpu.rack.spec.noise.get(key, 0.0)) * self.noise_scale
+
+    # --- counters --------------------------------------------------------------------------
+    def expected(self, counter, t):
+        """Λ(t): the expected count of `counter` since the epoch."""
+        key = _RATE_KEYS[counter]
+        total = self._noise(key) * max(t, 0.0)
+        for effect in self._error_effects():
+            if effect.get(key) is not None:
+                total += profiles.effect_integral(effect, key, t)
+            elif counter == "crc" and effect.get("ber") is not None:
+                # A BER alone still shows as flit CRC errors at the line rate.
+                total += profiles.ramp_integral(
+                    float(effect.get("ber")) * self.line_rate,
+                    effect.get("start_s", 0.0), effect.get("end_s"), effect.get("ramp_s", 0.0), t,
+                )
+        if counter == "recovery":
+            total += self.down_events(t)  # every drop is a recovery attempt
+        return total
+
+    def counter(self, counter, t):
+        return self.baseline[counter] + profiles.count(self.expected(counter, t), self.phase[counter])
+
+    def ber(self, t):
+        """The effective BER the link reports now (errors after FEC per bit)."""
+        ber = self._noise("ber")
+        for effect in self._error_effects():
+            if effect.get("ber") is not None:
+                ber += profiles.effect_rate(effect, "ber", t)
+            elif effect.get("crc_per_s") is not None:
+                ber += profiles.effect_rate(effect, "crc_per_s", t) / self.line_rate
+        return ber
+
+    def symbol_ber(self, t):
+        rate = self._noise("symbol_per_s")
+        for effect in self._error_effects():
+            rate += profiles.effect_rate(effect, "symbol_per_s", t)
+        return rate / self.line_rate
+
+    def effective_errors(self, t):
+        expected = self._noise("ber") * self.line_rate * max(t, 0.0)
+        for effect in self._error_effects():
+            ber = effect.get("ber")
+            if ber is None and effect.get("crc_per_s") is not None:
+                expected += profiles.effect_integral(effect, "crc_per_s", t)
+            elif ber is not None:
+                expected += profiles.ramp_integral(
+                    float(ber) * self.line_rate, effect.get("start_s", 0.0), effect.get("end_s"), effect.get("ramp_s", 0.0), t
+                )
+        return self.baseline["effective"] + profiles.count(expected, self.phase["effective"])
+
+    def fec_history(self, t):
+        """Codewords by number of corrected symbols (bins 0–15): a worse link fills higher bins."""
+        codewords = self.line_rate / 5440.0 * max(t, 0.0)  # RS(544,514) codewords of 5,440 bits
+        corrected_per_codeword = 1e-4 * max(1.0, (self.ber(t) / 1e-15) ** 0.25)
+        bins = []
+        for k in range(FEC_BINS):
+            p = math.exp(-corrected_per_codeword) * corrected_per_codeword**k / math.factorial(k)
+            bins.append(profiles.count(codewords * p, self.phase["fec"]))
+        return bins
+
+    def bandwidth_factor(self, t):
+        """Share of the nominal per-link bandwidth this link delivers now."""
+        if not self.is_up(t):
+            return 0.0
+        factor = 1.0
+        for effect in self.effects:
+            if effect.kind == "bandwidth" and profiles.active(effect, t):
+                factor *= float(effect.get("factor", 1.0))
+        replay_rate = sum(profiles.effect_rate(e, "replay_per_s", t) for e in self._error_effects())
+        return factor / (1.0 + replay_rate / 50.0)  # replays resend flits: heavy replay costs bandwidth
+
+
+class SimGpu:
+    """One simulated GPU: health readings, load accounting, and the faults that act on it."""
+
+    def __init__(self, rack, tray, spec):
+        self.rack = rack
+        self.tray = tray
+        self.spec = spec
+        self.id = spec.id
+        self.sku = rack.sku
+        self.effects = spec.effects
+        rng = profiles.seeded_random(rack.seed, spec.id, "gpu")
+        # Healthy GPUs differ a little: the rack-relative judge must not call that a fault.
+        self.perf_scale = 1.0 + max(-0.025, min(0.025, rng.gauss(0.0, 0.008)))
+        self.temp_offset = rng.gauss(0.0, 1.5)
+        self.power_scale = 1.0 + rng.gauss(0.0, 0.015)
+        self.lifetime_energy_j = rng.uniform(1e8, 5e9)
+        self.lifetime_corrected_ecc = rng.randrange(0, 20)
+        self.links = [SimLink(self, link) for link in spec.links]
+        self._busy = []  # merged (start, end) intervals of load, sim time
+        self._lock = threading.Lock()
+
+    # --- faults that change what answers ---------------------------------------------------
+    def lost_at(self):
+        times = [e.get("start_s", 0.0) for e in self.effects if e.kind == "lost"]
+        return min(times) if times else None
+
+    def is_lost(self, t):
+        lost = self.lost_at()
+        return lost is not None and t >= lost
+
+    def unsupported_calls(self):
+        return {c for e in self.effects if e.kind == "not_supported" for c in e.get("calls", [])}
+
+    def unsupported_fields(self):
+        return {f for e in self.effects if e.kind == "not_supported" for f in e.get("fields", [])}
+
+    # --- load --------------------------------------------------------------------------------
+    def add_load(self, start, seconds):
+        """Record that the GPU computed from `start` for `seconds` (sim time)."""
+        with self._lock:
+            end = start + seconds
+            if self._busy and start <= self._busy[-1][1]:
+                self._busy[-1] = (self._busy[-1][0], max(end, self._busy[-1][1]))
+            else:
+                self._busy.append((start, end))
+
+    def busy_seconds(self, t):
+        with self._lock:
+            return sum(max(0.0, min(end, t) - start) for start, end in self._busy if start < t)
+
+    def is_busy(self, t):
+        with self._lock:
+            return bool(self._busy) and self._busy[-1][0] <= t < self._busy[-1][1] + 0.5
+
+    # --- throttling, clocks, power, temperature ---------------------------------------------
+    def active_throttles(self, t):
+        found = []
+        for effect in self.effects:
+            if effect.kind != "throttle" or not profiles.active(effect, t):
+                continue
+            after = effect.get("after_busy_s")
+            if after is not None and not (self.is_busy(t) and self.busy_seconds(t) >= after):
+                continue  # a thermal limit reached only under sustained load
+            found.append(effect)
+        return found
+
+    def clock_factor(self, t):
+        factor = 1.0
+        for effect in self.active_throttles(t):
+            factor = min(factor, float(effect.get("clock_factor", 0.7)))
+        return factor
+
+    def sm_clock_mhz(self, t):
+        if not self.is_busy(t):
+            return 345
+        return int(self.sku.sm_clock_max_mhz * self.clock_factor(t))
+
+    def temperature_c(self, t):
+        base = self.sku.load_c if self.is_busy(t) else self.sku.idle_c
+        temperature = base + self.temp_offset
+        for effect in self.active_throttles(t):
+            if effect.get("reason", "thermal") == "thermal":
+                temperature = max(temperature, float(effect.get("temperature_c", 91.0)))
+        return int(round(temperature))
+
+    def power_w(self, t):
+        if not self.is_busy(t):
+            return self.sku.idle_w * self.power_scale
+        return self.sku.load_w * self.power_scale * (0.4 + 0.6 * self.clock_factor(t))
+
+    def energy_mj(self, t):
+        idle = self.sku.idle_w * self.power_scale * max(t, 0.0)
+        extra = (self.sku.load_w - self.sku.idle_w) * self.power_scale * self.busy_seconds(t)
+        return int((self.lifetime_energy_j + idle + extra) * 1000)
+
+    def throughput_scale(self, t):
+        """Achieved compute relative to a healthy GPU of the SKU at this moment."""
+        scale = self.perf_scale * self.clock_factor(t)
+        for effect in self.effects:
+            if effect.kind == "slow" and profiles.active(effect, t):
+                scale *= float(effect.get("factor", 0.8))
+        return scale
+
+    def sdc_probability(self, t):
+        p = 0.0
+        for effect in self.effects:
+            if effect.kind == "sdc" and profiles.active(effect, t):
+                p = max(p, float(effect.get("probability", 0.01)))
+        return p
+
+    # --- memory errors ----------------------------------------------------------------------
+    def ecc_counts(self, t):
+        """(corrected, uncorrected) since the simulator's epoch (volatile counts)."""
+        corrected = 0.0
+        uncorrected = 0
+        for effect in self.effects:
+            if effect.kind != "ecc":
+                continue
+            corrected += profiles.effect_integral(effect, "corrected_per_s", t)
+            if t >= effect.get("start_s", 0.0):
+                uncorrected += int(effect.get("uncorrected", 0))
+        return profiles.count(corrected, 0.5), uncorrected
+
+    def remapped_rows(self, t):
+        corrected = uncorrected = pending = failure = 0
+        for effect in self.effects:
+            if effect.kind == "row_remap" and t >= effect.get("start_s", 0.0):
+                corrected += int(effect.get("corrected_rows", 0))
+                uncorrected += int(effect.get("uncorrected_rows", 0))
+                pending = pending or int(bool(effect.get("pending", False)))
+                failure = failure or int(bool(effect.get("failure", False)))
+        return corrected, uncorrected, pending, failure
+
+    # --- XIDs ---------------------------------------------------------------------------------
+    def xid_events(self, until):
+        """[(time, xid)] of every XID logged up to `until`, in order."""
+        events = []
+        for effect in self.effects:
+            if effect.kind != "xid":
+                continue
+            at = float(effect.get("at_s", 0.0))
+            repeat = effect.get("repeat_s")
+            limit = int(effect.get("count", 1 if repeat is None else 10**9))
+            n = 0
+            while at <= until and n < limit:
+                events.append((at, int(effect.get("xid"))))
+                n += 1
+                if repeat is None:
+                    break
+                at += float(repeat)
+        return sorted(events)
+
+    # --- fabric ---------------------------------------------------------------------------------
+    def fabric(self, t):
+        """(state, {health flag: bool}) of the GPU's NVLink fabric registration."""
+        flags = {"degraded_bw": False, "route_recovery": False, "route_unhealthy": False, "access_timeout_recovery": False}
+        state = "completed"
+        if any(not link.is_up(t) for link in self.links):
+            flags["degraded_bw"] = True
+        for effect in self.effects:
+            if effect.kind == "fabric" and profiles.active(effect, t):
+                state = effect.get("state", state)
+                for flag in flags:
+                    if effect.get(flag):
+                        flags[flag] = True
+        return state, flags
+
+
+class SimTray:
+    def __init__(self, rack, spec):
+        self.rack = rack
+        self.spec = spec
+        self.name = spec.name
+        self.gpus = [SimGpu(rack, self, gpu) for gpu in spec.gpus]
+
+
+class SimRack:
+    """A simulated rack built from a RackSpec. `t(now)` turns clock time into sim time."""
+
+    def __init__(self, spec, clock=None):
+        if isinstance(spec, dict):
+            spec = RackSpec.from_dict(spec)
+        self.spec = spec
+        self.seed = spec.seed
+        self.sku = SKU_MODELS[spec.sku]
+        self.clock = clock or WallClock()
+        self.epoch = spec.epoch if spec.epoch is not None else self.clock.now()
+        self.trays = {tray.name: SimTray(self, tray) for tray in spec.trays}
+
+    def now(self):
+        """Seconds since the simulator's epoch."""
+        return self.clock.now() - self.epoch
+
+    def gpus(self, tray=None):
+        trays = [self.trays[tray]] if tray is not None else self.trays.values()
+        return [gpu for t in trays for gpu in t.gpus]

@@ -1,0 +1,560 @@
+"""The slice of nvidia-ml-py (module `pynvml`) that opsctl calls, answered by a simulated rack.
+
+Same function names and signatures, and the very structs, constants and NVMLError subclasses
+of the installed pynvml: code written against `pynvml` runs unchanged on `SimNvml(rack, tray)`.
+Names this class does not define are looked up in pynvml, except functions, so a call the
+simulator does not implement fails loudly instead of reaching for a driver.
+
+Where a real GPU of the SKU does not support a call, the simulator raises
+NVMLError_NotSupported too (legacy NVLink error counters on Blackwell, the NVLink 5 fields and
+platform info on Hopper, retired pages on both: they use row remapping).
+"""
+
+import ctypes
+import threading
+import types
+
+import pynvml
+
+from probes.nvlink_ber import encode_ber
+from probes.sim.hardware import FEC_BINS, SimRack
+
+_THROTTLE_BITS = {
+    "thermal": pynvml.nvmlClocksEventReasonSwThermalSlowdown | pynvml.nvmlClocksEventReasonHwThermalSlowdown,
+    "power_brake": pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown | pynvml.nvmlClocksEventReasonHwSlowdown,
+    "power_cap": pynvml.nvmlClocksEventReasonSwPowerCap,
+    "hw_slowdown": pynvml.nvmlClocksEventReasonHwSlowdown,
+}
+_FABRIC_STATES = {
+    "not_started": pynvml.NVML_GPU_FABRIC_STATE_NOT_STARTED,
+    "in_progress": pynvml.NVML_GPU_FABRIC_STATE_IN_PROGRESS,
+    "completed": pynvml.NVML_GPU_FABRIC_STATE_COMPLETED,
+}
+_FABRIC_FLAG_SHIFTS = {
+    "degraded_bw": pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW,
+    "route_recovery": pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY,
+    "route_unhealthy": pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY,
+    "access_timeout_recovery": pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY,
+}
+_LEGACY_COUNTERS = {
+    pynvml.NVML_NVLINK_ERROR_DL_REPLAY: "replay",
+    pynvml.NVML_NVLINK_ERROR_DL_RECOVERY: "recovery",
+    pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT: "crc",
+}
+_NVLINK5_FIELDS = {
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS,
+    *(pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0 + k for k in range(FEC_BINS)),
+}
+
+
+def _pointee(struct_or_ref):
+    """The struct behind byref(struct) — how callers must pass it to the real library."""
+    return getattr(struct_or_ref, "_obj", struct_or_ref)
+
+
+class _EventSet:
+    def __init__(self, created_at):
+        self.created_at = created_at
+        self.registered = {}  # gpu id -> (gpu, handle, registered at, event mask)
+        self.delivered = {}  # gpu id -> number of XID events already returned
+
+
+class SimNvml:
+    """pynvml over one tray of a simulated rack (or the whole rack, with tray=None)."""
+
+    def __init__(self, rack, tray=None):
+        self._rack = rack if isinstance(rack, SimRack) else SimRack(rack)
+        self._gpus = self._rack.gpus(tray)
+        self._initialized = 0
+        self._lock = threading.Lock()
+        # Real pynvml handles are ctypes pointers; so are ours, which lets code compare them
+        # or read them back from event data exactly as it would with the driver.
+        self._structs = [pynvml.struct_c_nvmlDevice_t() for _ in self._gpus]
+        self._handles = [ctypes.pointer(s) for s in self._structs]
+        self._by_address = {ctypes.addressof(s): gpu for s, gpu in zip(self._structs, self._gpus)}
+        self._event_structs = []
+        self._event_sets = {}
+
+    def __getattr__(self, name):
+        value = getattr(pynvml, name)  # AttributeError for names pynvml lacks too
+        if isinstance(value, types.FunctionType):
+            raise AttributeError(f"the simulator does not implement pynvml.{name}")
+        return value
+
+    @property
+    def rack(self):
+        return self._rack
+
+    # --- guards ------------------------------------------------------------------------------
+    def _check_init(self):
+        if not self._initialized:
+            raise pynvml.NVMLError_Uninitialized()
+
+    def _gpu(self, handle, call):
+        self._check_init()
+        try:
+            gpu = self._by_address[ctypes.addressof(handle.contents)]
+        except (KeyError, AttributeError, ValueError, TypeError):
+            raise pynvml.NVMLError_InvalidArgument() from None
+        t = self._rack.now()
+        if gpu.is_lost(t):
+            raise pynvml.NVMLError_GpuIsLost()
+        if call in gpu.unsupported_calls():
+            raise pynvml.NVMLError_NotSupported()
+        return gpu, t
+
+    def _link(self, gpu, link):
+        if not isinstance(link, int) or not 0 <= link < len(gpu.links):
+            raise pynvml.NVMLError_InvalidArgument()
+        return gpu.links[link]
+
+    # --- library and system ------------------------------------------------------------------
+    def nvmlInit(self):
+        self.nvmlInitWithFlags(0)
+
+    def nvmlInitWithFlags(self, flags):
+        with self._lock:
+            self._initialized += 1
+
+    def nvmlShutdown(self):
+        with self._lock:
+            self._check_init()
+            self._initialized -= 1
+
+    def nvmlSystemGetDriverVersion(self):
+        self._check_init()
+        return self._rack.spec.driver_version
+
+    def nvmlSystemGetNVMLVersion(self):
+        self._check_init()
+        return "13." + self._rack.spec.driver_version
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        self._check_init()
+        return 13000
+
+    nvmlSystemGetCudaDriverVersion_v2 = nvmlSystemGetCudaDriverVersion
+
+    def nvmlDeviceGetCount(self):
+        self._check_init()
+        return len(self._gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        self._check_init()
+        if not isinstance(index, int) or not 0 <= index < len(self._gpus):
+            raise pynvml.NVMLError_InvalidArgument()
+        return self._handles[index]
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        self._check_init()
+        for handle, gpu in zip(self._handles, self._gpus):
+            if gpu.spec.uuid == uuid:
+                return handle
+        raise pynvml.NVMLError_NotFound()
+
+    # --- identity ----------------------------------------------------------------------------
+    def nvmlDeviceGetName(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetName")
+        return gpu.sku.name
+
+    def nvmlDeviceGetUUID(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetUUID")
+        return gpu.spec.uuid
+
+    def nvmlDeviceGetSerial(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetSerial")
+        return gpu.spec.serial
+
+    def nvmlDeviceGetIndex(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetIndex")
+        return self._gpus.index(gpu)
+
+    def nvmlDeviceGetModuleId(self, handle, moduleId=ctypes.c_uint()):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetModuleId")
+        return gpu.spec.module_id
+
+    def nvmlDeviceGetPciInfo(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetPciInfo")
+        info = pynvml.nvmlPciInfo_t()
+        info.busId = gpu.spec.pci_bus_id.encode()
+        info.busIdLegacy = gpu.spec.pci_bus_id.encode()[:15]
+        domain, bus, rest = gpu.spec.pci_bus_id.split(":")
+        info.domain, info.bus, info.device = int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+        info.pciDeviceId = 0x233010DE
+        return info
+
+    nvmlDeviceGetPciInfo_v3 = nvmlDeviceGetPciInfo
+
+    def nvmlDeviceGetVbiosVersion(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetVbiosVersion")
+        return "97.00.A5.00.2F" if gpu.sku.nvlink_version >= 5 else "96.00.99.00.01"
+
+    def nvmlDeviceGetInforomImageVersion(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetInforomImageVersion")
+        return "G548.0201.00.06" if gpu.sku.nvlink_version >= 5 else "G520.0200.00.05"
+
+    def nvmlDeviceGetBoardPartNumber(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetBoardPartNumber")
+        return "699-2G548-0201-A00" if gpu.sku.nvlink_version >= 5 else "699-2G530-0200-A00"
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetCudaComputeCapability")
+        return gpu.sku.compute_capability
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
+        memory = pynvml.c_nvmlMemory_t()
+        memory.total = gpu.sku.memory_bytes
+        memory.used = 600 * 2**20
+        memory.free = memory.total - memory.used
+        return memory
+
+    def nvmlDeviceGetPlatformInfo(self, device, platformInfo):
+        gpu, _ = self._gpu(device, "nvmlDeviceGetPlatformInfo")
+        platformInfo = _pointee(platformInfo)
+        if not gpu.sku.platform_info:
+            raise pynvml.NVMLError_NotSupported()
+        tray = gpu.tray.spec
+        serial = self._rack.spec.chassis_serial.encode()[:16]
+        if hasattr(platformInfo, "chassisSerialNumber"):  # v2
+            platformInfo.chassisSerialNumber = serial
+            platformInfo.slotNumber = bytes([tray.slot])
+            platformInfo.trayIndex = bytes([tray.tray_index])
+            platformInfo.hostId = bytes([1])
+        else:  # v1 names the same fields differently
+            platformInfo.rackGuid = serial
+            platformInfo.chassisPhysicalSlotNumber = bytes([tray.slot])
+            platformInfo.computeSlotIndex = bytes([tray.tray_index])
+            platformInfo.nodeIndex = bytes([1])
+        platformInfo.peerType = bytes([0])
+        platformInfo.moduleId = bytes([gpu.spec.module_id])
+        return pynvml.NVML_SUCCESS
+
+    # --- NVLink --------------------------------------------------------------------------------
+    def nvmlDeviceGetNvLinkState(self, device, link):
+        gpu, t = self._gpu(device, "nvmlDeviceGetNvLinkState")
+        return pynvml.NVML_FEATURE_ENABLED if self._link(gpu, link).is_up(t) else pynvml.NVML_FEATURE_DISABLED
+
+    def nvmlDeviceGetNvLinkVersion(self, device, link):
+        gpu, _ = self._gpu(device, "nvmlDeviceGetNvLinkVersion")
+        self._link(gpu, link)
+        return gpu.sku.nvlink_version
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, device, link, counter):
+        gpu, t = self._gpu(device, "nvmlDeviceGetNvLinkErrorCounter")
+        sim_link = self._link(gpu, link)
+        if gpu.sku.nvlink5_fields:
+            raise pynvml.NVMLError_NotSupported()  # Blackwell reports NVLink errors as field values
+        if counter in _LEGACY_COUNTERS:
+            return sim_link.counter(_LEGACY_COUNTERS[counter], t)
+        if counter in (pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA, pynvml.NVML_NVLINK_ERROR_DL_ECC_DATA):
+            return 0
+        raise pynvml.NVMLError_InvalidArgument()
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device, link):
+        gpu, _ = self._gpu(device, "nvmlDeviceGetNvLinkRemotePciInfo")
+        spec = self._link(gpu, link).spec
+        chip = int("".join(ch for ch in spec.remote_switch.rsplit("/", 1)[-1] if ch.isdigit()) or 0)
+        tray = spec.remote_switch.split("/")[-2] if spec.remote_switch.count("/") >= 2 else ""
+        tray_number = int("".join(ch for ch in tray if ch.isdigit()) or 0)
+        info = pynvml.nvmlPciInfo_t()
+        bus_id = f"00000000:{(tray_number * 16 + chip) & 0xFF:02X}:00.0"
+        info.busId = bus_id.encode()
+        info.busIdLegacy = bus_id.encode()[:15]
+        info.bus = (tray_number * 16 + chip) & 0xFF
+        return info
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle, link):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetNvLinkRemoteDeviceType")
+        self._link(gpu, link)
+        return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH
+
+    def nvmlDeviceGetFieldValues(self, handle, fieldIds):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetFieldValues")
+        values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
+        timestamp = int(self._rack.clock.now() * 1e6)
+        unsupported = gpu.unsupported_fields()
+        for i, field_id in enumerate(fieldIds):
+            try:
+                fid, scope = field_id
+            except TypeError:
+                fid, scope = field_id, 0
+            value = values[i]
+            value.fieldId, value.scopeId, value.timestamp = fid, scope, timestamp
+            if fid in unsupported:
+                value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                continue
+            try:
+                kind, number = self._field(gpu, fid, scope, t)
+            except pynvml.NVMLError as error:
+                value.nvmlReturn = error.value
+                continue
+            value.nvmlReturn = pynvml.NVML_SUCCESS
+            value.valueType = kind
+            if kind == pynvml.NVML_VALUE_TYPE_DOUBLE:
+                value.value.dVal = number
+            elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_INT:
+                value.value.uiVal = number
+            else:
+                value.value.ullVal = number
+        return values
+
+    def _field(self, gpu, fid, scope, t):
+        ull = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+        if fid == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, len(gpu.links)
+        if fid in (pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL,
+                   pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL):
+            corrected, uncorrected = gpu.ecc_counts(t)
+            lifetime = fid in (pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL)
+            single = fid in (pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL)
+            if single:
+                return ull, corrected + (gpu.lifetime_corrected_ecc if lifetime else 0)
+            return ull, uncorrected
+        link = self._link(gpu, scope)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_GET_STATE:
+            state = pynvml.NVML_NVLINK_STATE_ACTIVE if link.is_up(t) else pynvml.NVML_NVLINK_STATE_INACTIVE
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, state
+        if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY:
+            return ull, link.counter("replay", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY:
+            return ull, link.counter("recovery", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC:
+            return ull, link.counter("crc", t)
+        if fid not in _NVLINK5_FIELDS or not gpu.sku.nvlink5_fields:
+            raise pynvml.NVMLError_NotSupported()
+        failed = link.down_events(t)
+        recoveries = link.counter("recovery", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS:
+            return ull, failed
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS:
+            return ull, max(0, recoveries - failed)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS:
+            return ull, recoveries
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS:
+            return ull, link.effective_errors(t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER:
+            return ull, encode_ber(link.ber(t))
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS:
+            return ull, link.counter("symbol", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER:
+            return ull, encode_ber(link.symbol_ber(t))
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS:
+            return ull, link.counter("crc", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS:
+            return ull, 0
+        return ull, link.fec_history(t)[fid - pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0]
+
+    # --- memory errors -------------------------------------------------------------------------
+    def nvmlDeviceGetTotalEccErrors(self, handle, errorType, counterType):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetTotalEccErrors")
+        corrected, uncorrected = gpu.ecc_counts(t)
+        if errorType == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED:
+            lifetime = gpu.lifetime_corrected_ecc if counterType == pynvml.NVML_AGGREGATE_ECC else 0
+            return corrected + lifetime
+        if errorType == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED:
+            return uncorrected
+        raise pynvml.NVMLError_InvalidArgument()
+
+    def nvmlDeviceGetRemappedRows(self, device):
+        gpu, t = self._gpu(device, "nvmlDeviceGetRemappedRows")
+        return gpu.remapped_rows(t)
+
+    def nvmlDeviceGetRetiredPages(self, device, sourceFilter):
+        self._gpu(device, "nvmlDeviceGetRetiredPages")
+        raise pynvml.NVMLError_NotSupported()  # Hopper and Blackwell remap rows instead
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, device):
+        self._gpu(device, "nvmlDeviceGetRetiredPagesPendingStatus")
+        raise pynvml.NVMLError_NotSupported()
+
+    # --- clocks, power, temperature, throttling ------------------------------------------------
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetCurrentClocksEventReasons")
+        reasons = 0 if gpu.is_busy(t) else pynvml.nvmlClocksEventReasonGpuIdle
+        for effect in gpu.active_throttles(t):
+            reasons |= _THROTTLE_BITS[effect.get("reason", "thermal")]
+        return reasons
+
+    def nvmlDeviceGetViolationStatus(self, device, perfPolicyType):
+        gpu, t = self._gpu(device, "nvmlDeviceGetViolationStatus")
+        wanted = {
+            pynvml.NVML_PERF_POLICY_THERMAL: ("thermal",),
+            pynvml.NVML_PERF_POLICY_POWER: ("power_brake", "power_cap"),
+            pynvml.NVML_PERF_POLICY_RELIABILITY: ("hw_slowdown",),
+        }.get(perfPolicyType, ())
+        seconds = 0.0
+        for effect in gpu.effects:
+            if effect.kind != "throttle" or effect.get("reason", "thermal") not in wanted:
+                continue
+            start = effect.get("start_s", 0.0)
+            stop = t if effect.get("end_s") is None else min(t, effect.get("end_s"))
+            if effect.get("after_busy_s") is not None:
+                seconds += max(0.0, gpu.busy_seconds(t) - float(effect.get("after_busy_s")))
+            else:
+                seconds += max(0.0, stop - start)
+        status = pynvml.c_nvmlViolationTime_t()
+        status.referenceTime = int(self._rack.clock.now() * 1e9)
+        status.violationTime = int(seconds * 1e9)
+        return status
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetPowerUsage")
+        return int(gpu.power_w(t) * 1000)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetTotalEnergyConsumption")
+        return gpu.energy_mj(t)
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetEnforcedPowerLimit")
+        return int(gpu.sku.tdp_w * 1000)
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetTemperature")
+        if sensor != pynvml.NVML_TEMPERATURE_GPU:
+            raise pynvml.NVMLError_NotSupported()
+        return gpu.temperature_c(t)
+
+    def nvmlDeviceGetTemperatureV(self, handle, sensor, version=pynvml.nvmlTemperature_v1):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetTemperatureV")
+        if version != pynvml.nvmlTemperature_v1:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        if sensor != pynvml.NVML_TEMPERATURE_GPU:
+            raise pynvml.NVMLError_NotSupported()
+        return gpu.temperature_c(t)
+
+    def nvmlDeviceGetClockInfo(self, handle, type):  # noqa: A002 - pynvml's parameter name
+        gpu, t = self._gpu(handle, "nvmlDeviceGetClockInfo")
+        if type == pynvml.NVML_CLOCK_SM:
+            return gpu.sm_clock_mhz(t)
+        if type == pynvml.NVML_CLOCK_MEM:
+            return gpu.sku.mem_clock_mhz
+        raise pynvml.NVMLError_NotSupported()
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, type):  # noqa: A002
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetMaxClockInfo")
+        if type == pynvml.NVML_CLOCK_SM:
+            return gpu.sku.sm_clock_max_mhz
+        if type == pynvml.NVML_CLOCK_MEM:
+            return gpu.sku.mem_clock_mhz
+        raise pynvml.NVMLError_NotSupported()
+
+    # --- fabric -----------------------------------------------------------------------------------
+    def nvmlDeviceGetGpuFabricInfoV(self, device, gpuFabricInfo):
+        gpu, t = self._gpu(device, "nvmlDeviceGetGpuFabricInfoV")
+        gpuFabricInfo = _pointee(gpuFabricInfo)
+        state, flags = gpu.fabric(t)
+        gpuFabricInfo.state = _FABRIC_STATES[state]
+        gpuFabricInfo.status = pynvml.NVML_SUCCESS
+        gpuFabricInfo.cliqueId = self._rack.spec.clique_id
+        uuid = bytes.fromhex(self._rack.spec.cluster_uuid)
+        for i, byte in enumerate(uuid[: pynvml.NVML_GPU_FABRIC_UUID_LEN]):
+            gpuFabricInfo.clusterUuid[i] = byte
+        if not gpu.sku.fabric_health:
+            gpuFabricInfo.healthMask = 0  # every flag NOT_SUPPORTED on Hopper
+            if hasattr(gpuFabricInfo, "healthSummary"):
+                gpuFabricInfo.healthSummary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED
+            return pynvml.NVML_SUCCESS
+        mask = pynvml.NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_NONE << (
+            pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION
+        )
+        for flag, shift in _FABRIC_FLAG_SHIFTS.items():
+            mask |= (1 if flags[flag] else 2) << shift  # each flag: 1 TRUE, 2 FALSE
+        gpuFabricInfo.healthMask = mask
+        if hasattr(gpuFabricInfo, "healthSummary"):
+            if flags["route_unhealthy"] or state != "completed":
+                summary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY
+            elif any(flags.values()):
+                summary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY
+            else:
+                summary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY
+            gpuFabricInfo.healthSummary = summary
+        return pynvml.NVML_SUCCESS
+
+    # --- XID events -------------------------------------------------------------------------------
+    def nvmlEventSetCreate(self):
+        self._check_init()
+        with self._lock:
+            struct = pynvml.struct_c_nvmlEventSet_t()
+            self._event_structs.append(struct)
+            self._event_sets[ctypes.addressof(struct)] = _EventSet(self._rack.now())
+            return ctypes.pointer(struct)
+
+    def _event_set(self, eventSet):
+        self._check_init()
+        try:
+            return self._event_sets[ctypes.addressof(eventSet.contents)]
+        except (KeyError, AttributeError, ValueError, TypeError):
+            raise pynvml.NVMLError_InvalidArgument() from None
+
+    def nvmlDeviceGetSupportedEventTypes(self, handle):
+        self._gpu(handle, "nvmlDeviceGetSupportedEventTypes")
+        return pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeDoubleBitEccError
+
+    def nvmlDeviceRegisterEvents(self, handle, eventTypes, eventSet):
+        gpu, t = self._gpu(handle, "nvmlDeviceRegisterEvents")
+        events = self._event_set(eventSet)
+        with self._lock:
+            already = sum(1 for at, _ in gpu.xid_events(t) if at < t)
+            events.registered[gpu.id] = (gpu, handle, t, eventTypes)
+            events.delivered[gpu.id] = already  # only XIDs logged after registration arrive
+
+    def nvmlEventSetWait(self, eventSet, timeoutms):
+        return self.nvmlEventSetWait_v2(eventSet, timeoutms)
+
+    def nvmlEventSetWait_v2(self, eventSet, timeoutms):
+        events = self._event_set(eventSet)
+        deadline = self._rack.now() + timeoutms / 1000.0
+        while True:
+            with self._lock:
+                found = self._next_event(events, self._rack.now())
+                if found is not None:
+                    return found
+                upcoming = self._next_event_time(events, deadline)
+            now = self._rack.now()
+            if upcoming is None:
+                self._rack.clock.sleep(max(0.0, deadline - now))
+                raise pynvml.NVMLError_Timeout()
+            self._rack.clock.sleep(max(0.0, upcoming - now))
+
+    def _next_event(self, events, now):
+        best = None
+        for gpu_id, (gpu, handle, _, mask) in events.registered.items():
+            if not mask & pynvml.nvmlEventTypeXidCriticalError:
+                continue
+            logged = gpu.xid_events(now)
+            index = events.delivered[gpu_id]
+            if index < len(logged) and (best is None or logged[index][0] < best[0]):
+                best = (logged[index][0], gpu_id, handle, logged[index][1])
+        if best is None:
+            return None
+        _, gpu_id, handle, xid = best
+        events.delivered[gpu_id] += 1
+        data = pynvml.c_nvmlEventData_t()
+        data.device = handle
+        data.eventType = pynvml.nvmlEventTypeXidCriticalError
+        data.eventData = xid
+        return data
+
+    def _next_event_time(self, events, deadline):
+        times = []
+        for gpu_id, (gpu, _, _, _) in events.registered.items():
+            logged = gpu.xid_events(deadline)
+            index = events.delivered[gpu_id]
+            if index < len(logged):
+                times.append(logged[index][0])
+        return min(times) if times else None
+
+    def nvmlEventSetFree(self, eventSet):
+        events = self._event_set(eventSet)
+        with self._lock:
+            self._event_sets = {k: v for k, v in self._event_sets.items() if v is not events}

@@ -1,0 +1,121 @@
+"""Fault scenario files: parsed and compiled into effects, or refused with one clear line."""
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from opsctl.errors import InputError
+from opsctl.inventory import DEFAULT_INVENTORY, load_inventory
+from opsctl.simulation import compile_rack_spec, load_scenario
+from opsctl.simulation.scenario import FAULT_KINDS, scenario_from_text
+from probes.sim.spec import RackSpec
+
+
+def compile_text(text, topology):
+    return compile_rack_spec(scenario_from_text(text, "s.yaml"), topology)
+
+
+def effects(spec, gpu_id, port=None):
+    for tray in spec.trays:
+        for gpu in tray.gpus:
+            if gpu.id == gpu_id:
+                return gpu.effects if port is None else gpu.links[port].effects
+    raise KeyError(gpu_id)
+
+
+def test_the_seeded_rack07_scenario_compiles(rack07_topology):
+    rack = load_inventory(DEFAULT_INVENTORY).rack("rack07")
+    spec = compile_rack_spec(load_scenario(rack.scenario), rack07_topology)
+    assert spec.rack == "rack07" and spec.sku == "gb200" and len(spec.trays) == 27
+    assert [e.kind for e in effects(spec, "rack07/ct05/gpu1", 7)] == ["errors"]
+    assert any(e.kind == "sdc" for e in effects(spec, "rack07/ct03/gpu3"))
+    pins = [link for tray in spec.trays for gpu in tray.gpus for link in gpu.links
+            if any("bad_pins" in e.source for e in link.effects)]
+    assert len(pins) == 3 and all(link.port < 9 for link in pins)  # ct12/j2 carries ports 0–8
+    # Round trip through JSON, as it travels to a tray.
+    assert RackSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_ids_may_leave_out_the_rack_and_links_may_be_gpu_and_port(rack07_topology):
+    a = compile_text("faults:\n  - {kind: link_down, link: rack07/ct02/gpu1/nvl03}\n", rack07_topology)
+    b = compile_text("faults:\n  - {kind: link_down, gpu: ct02/gpu1, port: 3}\n", rack07_topology)
+    assert a == b
+    assert [e.kind for e in effects(a, "rack07/ct02/gpu1", 3)] == ["down"]
+
+
+def test_a_dropped_link_makes_the_whole_domain_log_downstream_xids(rack07_topology):
+    spec = compile_text("faults:\n  - {kind: link_down, link: ct02/gpu1/nvl03, start_s: 10}\n", rack07_topology)
+    origin = [e.params for e in effects(spec, "rack07/ct02/gpu1") if e.kind == "xid"]
+    assert origin == [{"xid": 149, "at_s": 10}]
+    others = [e.params for tray in spec.trays for g in tray.gpus if g.id != "rack07/ct02/gpu1"
+              for e in g.effects if e.kind == "xid"]
+    assert len(others) == 71 and all(p["xid"] == 145 and p["at_s"] > 10 for p in others)
+
+
+def test_a_failed_switch_tray_takes_down_its_144_links(rack07_topology):
+    spec = compile_text("faults:\n  - {kind: switch_tray_failed, part: st4}\n", rack07_topology)
+    down = [(g.id, link.port) for tray in spec.trays for g in tray.gpus for link in g.links
+            if any(e.kind == "down" for e in link.effects)]
+    assert len(down) == 144 and {port for _, port in down} == {6, 7}
+
+
+def test_bad_pins_pick_the_same_links_for_the_same_seed(rack07_topology):
+    text = "seed: 3\nfaults:\n  - {kind: bad_pins, part: cart2, fraction: 0.01}\n"
+    pick = lambda spec: sorted((g.id, link.port) for tray in spec.trays for g in tray.gpus for link in g.links if link.effects)  # noqa: E731
+    first, second = pick(compile_text(text, rack07_topology)), pick(compile_text(text, rack07_topology))
+    assert first == second and len(first) == 4  # 1% of cartridge 2's 360 links
+    other = pick(compile_text(text.replace("seed: 3", "seed: 4"), rack07_topology))
+    assert other != first
+
+
+def test_an_unreachable_tray_is_marked(rack07_topology):
+    spec = compile_text("faults:\n  - {kind: tray_unreachable, tray: ct14}\n", rack07_topology)
+    assert [t.name for t in spec.trays if t.unreachable] == ["ct14"]
+
+
+BAD_SCENARIOS = [
+    ("faults:\n  - {kind: meteor_strike}\n", "unknown kind 'meteor_strike'"),
+    ("faults:\n  - {kind: link_down, link: ct02/gpu9/nvl03}\n", "unknown link"),
+    ("faults:\n  - {kind: link_down, gpu: ct02/gpu1, port: 18}\n", "port 18 out of range"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: -1}\n", "crc_per_s must be a finite number"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: .nan}\n", "crc_per_s must be a finite number"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, speed: 3}\n", "unknown key(s) speed"),
+    ("faults:\n  - {kind: slow_gpu, gpu: ct02/gpu1}\n", "missing factor"),
+    ("faults:\n  - {kind: slow_gpu, gpu: ct02/gpu1, factor: 1.5}\n", "factor must be in (0, 1]"),
+    ("faults:\n  - {kind: sdc, gpu: ct02/gpu1, probability: yes}\n", "probability must be a number"),
+    ("faults:\n  - {kind: switch_chip_failed, part: st2}\n", "is a switch_tray, expected a switch_chip"),
+    ("faults:\n  - {kind: link_flap, link: ct02/gpu1/nvl03, period_s: 5, down_s: 9}\n", "down_s must be shorter"),
+    ("faults:\n  - {kind: not_supported, gpu: all, calls: [nvmlDeviceGetWarpSpeed]}\n", "unknown NVML call"),
+    ("faults:\n  - {kind: tray_unreachable, tray: ct44}\n", "unknown tray"),
+    ("faults: {kind: link_down}\n", "faults must be a list"),
+    ("seed: seven\n", "seed must be a whole number"),
+    ("rack: rack08\n", "written for rack rack08"),
+    ("faultz: []\n", "unknown key(s) faultz"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD_SCENARIOS)
+def test_bad_scenarios_name_the_fault_and_key(rack07_topology, text, message):
+    with pytest.raises(InputError) as error:
+        compile_text(text, rack07_topology)
+    assert message in str(error.value) and str(error.value).startswith("s.yaml")
+
+
+# Generated scenarios: any mix of known and unknown keys and values compiles or is an InputError.
+_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 100), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=8), st.sampled_from(["ct02/gpu1/nvl03", "ct05/gpu0", "st3/sw1", "cart1", "ct07", "all"]),
+                    st.lists(st.sampled_from(["nvmlDeviceGetPowerUsage", "NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER", "x"]), max_size=2))
+_fault_keys = sorted({k for _, keys, _ in FAULT_KINDS.values() for k in keys} | {"link", "gpu", "port", "part", "tray", "bogus"})
+_faults = st.fixed_dictionaries({"kind": st.sampled_from(sorted(FAULT_KINDS) + ["nope"])},
+                                optional={k: _values for k in _fault_keys})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(faults=st.lists(_faults, max_size=4), seed=st.one_of(st.integers(0, 10**6), st.text(max_size=3)))
+def test_generated_scenarios_compile_or_fail_cleanly(rack07_topology, faults, seed):
+    text = yaml.safe_dump({"seed": seed, "faults": faults})
+    try:
+        compile_text(text, rack07_topology)
+    except InputError as error:
+        assert "\n" not in str(error) and str(error).startswith("s.yaml")

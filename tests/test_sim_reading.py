@@ -1,0 +1,172 @@
+"""Reading a simulated tray through the real NVML-reading code returns the injected faults."""
+
+import ctypes
+
+import pynvml
+import pytest
+
+from probes.nvml_reader import NvmlReader, XidWatcher
+from probes.sim import SimComputeDevice, SimNvml
+
+
+def reader_for(rack, tray):
+    nvml = SimNvml(rack, tray)
+    nvml.nvmlInit()
+    return NvmlReader(nvml)
+
+
+def link_delta(before, after, gpu, port, counter):
+    return after[gpu].links[port].counters[counter] - before[gpu].links[port].counters[counter]
+
+
+def test_a_healthy_tray_reads_clean_over_a_window(sim_rack):
+    rack = sim_rack("seed: 5\n")
+    reader = reader_for(rack, "ct04")
+    before = reader.read_all()
+    rack.clock.advance(600)
+    after = reader.read_all()
+    assert [g.name for g in after] == ["NVIDIA GB200"] * 4
+    for gpu_before, gpu_after in zip(before, after):
+        assert not gpu_after.lost and gpu_after.errors == {}
+        assert gpu_after.platform["tray_index"] == 3 and gpu_after.platform["slot"] == 4
+        assert gpu_after.fabric["state"] == "completed" and gpu_after.fabric["summary"] == "healthy"
+        assert not any(gpu_after.fabric["health"].values())
+        assert len(gpu_after.links) == 18 and all(link.state == "up" for link in gpu_after.links)
+        for b, a in zip(gpu_before.links, gpu_after.links):
+            assert a.counters["replay_errors"] - b.counters["replay_errors"] == 0
+            assert a.counters["crc_errors"] - b.counters["crc_errors"] < 100 * 600  # in-spec noise
+            assert a.effective_ber < 1e-12
+    # Lifetime totals are not zero on healthy links: judging must use deltas.
+    assert sum(link.counters["crc_errors"] for gpu in before for link in gpu.links) > 0
+
+
+def test_link_errors_show_as_counter_deltas_and_ber(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: link_errors, link: ct05/gpu1/nvl07, crc_per_s: 180, replay_per_s: 0.8, ber: 3.0e-11}\n")
+    reader = reader_for(rack, "ct05")
+    before = reader.read_all()
+    rack.clock.advance(100)
+    after = reader.read_all()
+    assert 17_900 <= link_delta(before, after, 1, 7, "crc_errors") <= 18_200
+    assert 79 <= link_delta(before, after, 1, 7, "replay_errors") <= 81
+    assert after[1].links[7].effective_ber == pytest.approx(3e-11)
+    assert link_delta(before, after, 1, 6, "replay_errors") == 0
+
+
+def test_a_flapping_link_goes_down_and_counts_failed_recoveries(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: link_flap, link: ct07/gpu0/nvl13, start_s: 10, period_s: 30, down_s: 2}\n")
+    reader = reader_for(rack, "ct07")
+    before = reader.read_all()
+    rack.clock.advance(10.5)
+    during = reader.read_all()
+    assert during[0].links[13].state == "down"
+    assert during[0].fabric["health"]["degraded_bw"] is True
+    assert during[0].fabric["summary"] == "limited_capacity"
+    rack.clock.advance(80)
+    after = reader.read_all()
+    assert after[0].links[13].state == "up"
+    assert link_delta(before, after, 0, 13, "recovery_failed") == 3  # down at 10, 40, 70
+
+
+def test_downstream_xids_arrive_after_the_origin(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: link_down, link: ct07/gpu0/nvl13, start_s: 5}\n")
+    origin = SimNvml(rack, "ct07")
+    other = SimNvml(rack, "ct01")
+    for nvml in (origin, other):
+        nvml.nvmlInit()
+    handles = {n: [n.nvmlDeviceGetHandleByIndex(i) for i in range(4)] for n in (origin, other)}
+    watchers = {n: XidWatcher(n, handles[n], poll_ms=50) for n in (origin, other)}
+    # Drain by hand on the manual clock rather than with the polling thread.
+    sets = {}
+    for nvml in (origin, other):
+        sets[nvml] = nvml.nvmlEventSetCreate()
+        for handle in handles[nvml]:
+            nvml.nvmlDeviceRegisterEvents(handle, pynvml.nvmlEventTypeXidCriticalError, sets[nvml])
+    first = origin.nvmlEventSetWait(sets[origin], 60_000)
+    t_origin = rack.now()
+    assert first.eventData == 149 and watchers[origin]._addresses[ctypes.addressof(first.device.contents)] == 0
+    downstream = other.nvmlEventSetWait(sets[other], 60_000)
+    assert downstream.eventData == 145 and rack.now() > t_origin
+    with pytest.raises(pynvml.NVMLError_Timeout):
+        other.nvmlEventSetWait(sets[other], 0)
+
+
+def test_gpu_faults_read_through_nvml(sim_rack):
+    rack = sim_rack(
+        "faults:\n"
+        "  - {kind: thermal_throttle, gpu: ct09/gpu2, after_busy_s: 3, clock_factor: 0.72, temperature_c: 92}\n"
+        "  - {kind: power_brake, gpu: ct09/gpu3, clock_factor: 0.5}\n"
+        "  - {kind: row_remap, gpu: ct09/gpu1, uncorrected_rows: 1, pending: true}\n"
+        "  - {kind: ecc, gpu: ct09/gpu0, corrected_per_s: 2, uncorrected: 1}\n"
+    )
+    reader = reader_for(rack, "ct09")
+    idle = reader.read_all()
+    assert "gpu_idle" in idle[2].clocks_event_reasons and idle[2].temperature_c < 60
+    assert "hw_power_brake_slowdown" in idle[3].clocks_event_reasons
+    assert idle[1].remapped_rows == {"corrected": 0, "uncorrected": 1, "pending": True, "failure": False}
+    assert idle[0].ecc["uncorrected_volatile"] == 1 and idle[0].remapped_rows["pending"] is True
+    device = SimComputeDevice(rack, rack.trays["ct09"].gpus[2])
+    a = device.random_matrix(16, 1)
+    device.matmul_batch(a, a, iterations=8000, logical_n=8192, dtype="bf16")  # ~4.5 s of load
+    hot = reader.read_gpu(2)
+    assert {"sw_thermal_slowdown", "hw_thermal_slowdown"} <= set(hot.clocks_event_reasons)
+    assert hot.temperature_c == 92 and hot.sm_clock_mhz == int(2062 * 0.72)
+    assert hot.violation_s["thermal"] > 0
+    assert hot.energy_j > idle[2].energy_j
+
+
+def test_slow_gpu_and_silent_data_corruption_on_the_compute_device(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: slow_gpu, gpu: ct15/gpu0, factor: 0.86}\n  - {kind: sdc, gpu: ct15/gpu1, probability: 0.2}\n")
+    slow, corrupt, healthy = (SimComputeDevice(rack, rack.trays["ct15"].gpus[i]) for i in (0, 1, 2))
+    ratio = slow.tflops_now("bf16") / healthy.tflops_now("bf16")
+    assert 0.82 < ratio < 0.90
+    a = corrupt.random_matrix(32, 3)
+    results, _ = corrupt.matmul_batch(a, a, iterations=100, logical_n=8192, dtype="bf16")
+    reference = a @ a
+    wrong = sum(not (r == reference).all() for r in results)
+    assert 5 <= wrong <= 40
+    clean, _ = healthy.matmul_batch(a, a, iterations=100, logical_n=8192, dtype="bf16")
+    assert all((r == reference).all() for r in clean)
+
+
+def test_a_lost_gpu_fails_its_calls_and_the_others_keep_answering(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: gpu_lost, gpu: ct02/gpu3, start_s: 5}\n")
+    reader = reader_for(rack, "ct02")
+    assert not reader.read_gpu(3).lost
+    rack.clock.advance(6)
+    readings = reader.read_all()
+    assert readings[3].lost and "GPU is lost" in readings[3].errors.values()
+    assert not any(r.lost for r in readings[:3])
+    assert readings[0].links[0].state == "up"
+
+
+def test_not_supported_calls_and_fields_are_recorded_not_fatal(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: not_supported, gpu: ct01/gpu0, calls: [nvmlDeviceGetTotalEnergyConsumption],"
+                    " fields: [NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER]}\n")
+    reading = reader_for(rack, "ct01").read_gpu(0)
+    assert reading.energy_j is None and "nvmlDeviceGetTotalEnergyConsumption" in reading.unsupported
+    assert all("symbol_ber" in link.unsupported for link in reading.links)
+    assert reading.power_w is not None and reading.links[0].effective_ber is not None
+
+
+def test_hgx_h100_reads_through_the_legacy_calls(sim_rack, hgx_topology):
+    rack = sim_rack("faults:\n  - {kind: link_errors, gpu: gpu3, port: 2, replay_per_s: 2}\n", topology=hgx_topology)
+    reader = reader_for(rack, None)
+    before = reader.read_all()
+    rack.clock.advance(50)
+    after = reader.read_all()
+    gpu = after[3]
+    assert gpu.name == "NVIDIA H100 80GB HBM3" and gpu.platform is None
+    assert "nvmlDeviceGetPlatformInfo" in gpu.unsupported
+    assert gpu.fabric["summary"] == "not_supported"
+    assert gpu.links[2].effective_ber is None and "effective_ber" in gpu.links[2].unsupported
+    assert link_delta(before, after, 3, 2, "replay_errors") == 100
+
+
+def test_the_same_seed_gives_the_same_readings(sim_rack):
+    text = "seed: 9\nfaults:\n  - {kind: link_errors, link: ct01/gpu0/nvl01, crc_per_s: 3.3}\n"
+    readings = []
+    for _ in range(2):
+        rack = sim_rack(text)
+        rack.clock.advance(123.4)
+        readings.append([link.counters for link in reader_for(rack, "ct01").read_gpu(0).links])
+    assert readings[0] == readings[1]
