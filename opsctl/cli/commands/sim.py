@@ -1,0 +1,86 @@
+"""`opsctl sim …`: look inside a simulated rack — its faults and the spec its trays run on."""
+
+import json
+import re
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from opsctl.backend import sim_spec_for
+from opsctl.cli.context import rack_argument, rack_from
+from opsctl.cli.output import console, json_option, print_json
+from opsctl.errors import InputError
+
+
+def _sim_rack(ctx, name):
+    rack = rack_from(ctx, name)
+    if rack.backend != "sim":
+        raise InputError(f"rack {rack.name} reads real GPUs (opsctl_backend: {rack.backend}), not the simulator")
+    return rack, sim_spec_for(rack)
+
+
+def injected_faults(spec):
+    """Every effect in the spec, grouped by the scenario fault it came from."""
+    rows = {}
+    for tray in spec.trays:
+        if tray.unreachable:
+            rows.setdefault(f"tray {tray.name}", {"source": "tray_unreachable", "effects": []})["effects"].append(
+                {"target": f"{spec.rack}/{tray.name}", "kind": "unreachable", "params": {}})
+        for gpu in tray.gpus:
+            for effect in gpu.effects:
+                rows.setdefault(effect.source, {"source": effect.source, "effects": []})["effects"].append(
+                    {"target": gpu.id, "kind": effect.kind, "params": effect.params})
+            for link in gpu.links:
+                for effect in link.effects:
+                    rows.setdefault(effect.source, {"source": effect.source, "effects": []})["effects"].append(
+                        {"target": f"{gpu.id}/nvl{link.port:02d}", "kind": effect.kind, "params": effect.params})
+    return sorted(rows.values(), key=lambda group: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", group["source"])])
+
+
+@click.group("sim")
+def command():
+    """Inspect the simulated racks (opsctl_backend: sim)."""
+
+
+@command.command("faults")
+@rack_argument
+@json_option
+@click.pass_context
+def faults(ctx, rack, as_json):
+    """List the faults injected into a simulated rack, resolved to GPUs and links."""
+    rack, spec = _sim_rack(ctx, rack)
+    groups = injected_faults(spec)
+    if as_json:
+        print_json({"rack": rack.name, "scenario": str(rack.scenario) if rack.scenario else None,
+                    "seed": spec.seed, "noise": spec.noise, "faults": groups})
+        return
+    out = console()
+    out.print(f"[bold]{rack.name}[/bold] scenario {rack.scenario or '(healthy)'} seed {spec.seed}")
+    table = Table()
+    for column in ("fault", "effect", "on", "parameters"):
+        table.add_column(column)
+    for group in groups:
+        by_kind = {}
+        for effect in group["effects"]:
+            # Downstream XIDs differ only in their moment: one row for all of them.
+            shown_params = {k: v for k, v in effect["params"].items() if not (effect["kind"] == "xid" and k == "at_s")}
+            by_kind.setdefault((effect["kind"], json.dumps(shown_params, sort_keys=True)), []).append(effect["target"])
+        for (kind, params), targets in by_kind.items():
+            shown = ", ".join(targets[:3]) + (f" and {len(targets) - 3} more" if len(targets) > 3 else "")
+            table.add_row(group["source"], kind, shown, params)
+    out.print(table)
+
+
+@command.command("spec")
+@rack_argument
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
+@click.pass_context
+def spec(ctx, rack, output):
+    """Write the compiled simulator spec (what `python -m probes --sim-spec` reads on a tray)."""
+    _, compiled = _sim_rack(ctx, rack)
+    text = json.dumps(compiled.to_dict())
+    if output:
+        Path(output).write_text(text)
+    else:
+        click.echo(text)

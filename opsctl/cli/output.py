@@ -1,0 +1,19 @@
+"""How commands print: JSON for automation (--json), rich tables for people."""
+
+import json
+import sys
+
+import click
+from rich.console import Console
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of tables.")
+
+
+def print_json(document):
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False, default=str))
+    sys.stdout.write("\n")
+
+
+def console():
+    """A console for stdout; plain text when stdout is not a terminal."""
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
