@@ -1,0 +1,143 @@
+"""The repair model: for a suspect part, the repair action, how long it takes step by step
+(detection, diagnosis, drain, repair, validation), and how many GPUs it idles.
+
+Defaults come from opsctl/data/mttr.yaml (figures and sources in the file); a user's file
+overrides any key. Localization reads it to say what to do; the TCO reads it to price repairs.
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from opsctl.errors import InputError
+from opsctl.yaml_input import load_yaml_file, require_mapping
+
+DEFAULT_MTTR_CONFIG = Path(__file__).resolve().parent / "data" / "mttr.yaml"
+MTTR_CONFIG_ENV = "OPSCTL_MTTR_CONFIG"
+STEPS = ("detection_h", "diagnosis_h", "drain_h", "repair_h", "validation_h")
+SCOPES = ("gpu", "compute_tray", "server", "rack")
+
+
+@dataclass(frozen=True)
+class RepairAction:
+    name: str
+    action: str
+    out_of_service: str  # gpu | compute_tray | server | rack
+    hours: dict  # step -> hours
+    source: str
+
+    @property
+    def mttr_hours(self):
+        return sum(self.hours.values())
+
+
+@dataclass(frozen=True)
+class Repair:
+    """The repair of one part: what to do, how long, and what it idles."""
+
+    component: str
+    kind: str
+    action: RepairAction
+    gpus_idled: int
+    gpus_lost_to_training: int  # beyond the spares: GPUs a training job cannot cover
+
+    @property
+    def mttr_hours(self):
+        return self.action.mttr_hours
+
+
+@dataclass(frozen=True)
+class MttrModel:
+    actions: dict  # name -> RepairAction
+    parts: dict  # part kind (or kind@parent kind) -> action name
+    models: dict  # rack model -> {part kind: action name}
+    spares: dict  # rack model -> {"train_gpus", "spare_gpus"}
+    source: str
+
+    def action_for(self, kind, model_name, parent_kind=None):
+        overrides = self.models.get(model_name, {})
+        for key in (f"{kind}@{parent_kind}" if parent_kind else None, kind):
+            if key is None:
+                continue
+            if key in overrides:
+                return self.actions[overrides[key]]
+            if key in self.parts:
+                return self.actions[self.parts[key]]
+        raise InputError(f"{self.source}: no repair action for part kind {kind!r}")
+
+    def repair(self, component_id, topology):
+        """The repair of a component of `topology` (a Topology)."""
+        component = topology.components[component_id]
+        parent_kind = None
+        if component.kind == "connector":
+            parent_kind = "switch_tray" if topology.model.is_switch_tray(component.tray) else "compute_tray"
+        action = self.action_for(component.kind, topology.model.name, parent_kind)
+        idled = gpus_idled(action.out_of_service, component, topology)
+        spare = self.spares.get(topology.model.name, {}).get("spare_gpus", 0)
+        return Repair(component_id, component.kind, action, idled, max(0, idled - spare))
+
+
+def gpus_idled(scope, component, topology):
+    model = topology.model
+    if scope == "gpu":
+        return 1
+    if scope in ("server", "rack"):
+        return model.gpus
+    # compute_tray: the trays the part sits in; a link or cable is served from its GPU's tray
+    if component.kind in ("link", "cable"):
+        return model.gpus_per_tray
+    trays = {topology.links[link].tray for link in component.links} if component.tray is None else {component.tray}
+    return model.gpus_per_tray * len(trays)
+
+
+def _merge(base, override):
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return merged
+
+
+def load_mttr_model(path=None):
+    """The default model, with the user's file (path, else $OPSCTL_MTTR_CONFIG) laid over it."""
+    data = require_mapping(load_yaml_file(DEFAULT_MTTR_CONFIG), DEFAULT_MTTR_CONFIG)
+    path = path or os.environ.get(MTTR_CONFIG_ENV)
+    source = str(DEFAULT_MTTR_CONFIG)
+    if path:
+        data = _merge(data, require_mapping(load_yaml_file(path), path))
+        source = str(path)
+    return _parse(data, source)
+
+
+def _parse(data, source):
+    unknown = set(data) - {"version", "spares", "actions", "parts", "models"}
+    if unknown:
+        raise InputError(f"{source}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
+    actions = {}
+    for name, raw in (data.get("actions") or {}).items():
+        if not isinstance(raw, dict):
+            raise InputError(f"{source}: actions.{name} must be a mapping")
+        hours = {}
+        for step in STEPS:
+            value = raw.get(step, 0.0)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10_000:
+                raise InputError(f"{source}: actions.{name}.{step} must be hours ≥ 0, got {value!r}")
+            hours[step] = float(value)
+        scope = raw.get("out_of_service")
+        if scope not in SCOPES:
+            raise InputError(f"{source}: actions.{name}.out_of_service must be one of {', '.join(SCOPES)}, got {scope!r}")
+        unknown = set(raw) - {*STEPS, "action", "out_of_service", "source"}
+        if unknown:
+            raise InputError(f"{source}: actions.{name}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
+        actions[name] = RepairAction(name, str(raw.get("action", name)), scope, hours, str(raw.get("source", "")))
+    parts = dict(data.get("parts") or {})
+    models = {m: dict(v or {}) for m, v in (data.get("models") or {}).items()}
+    for where, mapping in [("parts", parts), *((f"models.{m}", v) for m, v in models.items())]:
+        for kind, action in mapping.items():
+            if action not in actions:
+                raise InputError(f"{source}: {where}.{kind}: unknown action {action!r} (known: {', '.join(sorted(actions))})")
+    spares = {}
+    for model, raw in (data.get("spares") or {}).items():
+        if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) and raw.get(k) >= 0 for k in ("train_gpus", "spare_gpus")):
+            raise InputError(f"{source}: spares.{model} needs whole numbers train_gpus and spare_gpus")
+        spares[model] = dict(raw)
+    return MttrModel(actions, parts, models, spares, source)

@@ -1,0 +1,45 @@
+"""The repair model: action, hours and GPUs idled per part, overridable by the user's file."""
+
+import pytest
+
+from opsctl.errors import InputError
+from opsctl.mttr import load_mttr_model
+
+
+def test_default_repairs_follow_the_published_figures(rack07_topology, hgx_topology):
+    model = load_mttr_model()
+    tray = model.repair("rack07/ct03", rack07_topology)
+    assert tray.action.name == "replace_compute_tray" and 1 <= tray.action.hours["repair_h"] <= 4
+    assert tray.gpus_idled == 4 and tray.gpus_lost_to_training == 0  # 8 spares cover a tray
+    switch = model.repair("rack07/st3/sw1", rack07_topology)
+    assert switch.action.out_of_service == "rack" and switch.gpus_idled == 72 and switch.gpus_lost_to_training == 64
+    cartridge = model.repair("rack07/cart2", rack07_topology)
+    assert 8 <= cartridge.action.hours["repair_h"] <= 24 and cartridge.mttr_hours > switch.mttr_hours
+    assert model.repair("rack07/st3/j0", rack07_topology).action.name == "reseat_switch_tray"
+    assert model.repair("rack07/ct03/j0", rack07_topology).action.name == "reseat_compute_tray"
+    link = model.repair("rack07/ct03/gpu2/nvl05", rack07_topology)
+    assert link.gpus_idled == 4
+    board = model.repair("hgx01/gpu3", hgx_topology)
+    assert board.action.name == "replace_baseboard" and board.action.hours["repair_h"] < 2 and board.gpus_idled == 8
+
+
+def test_a_user_file_overrides_one_step(tmp_path, rack07_topology):
+    path = tmp_path / "mttr.yaml"
+    path.write_text("actions:\n  replace_cartridge:\n    repair_h: 30\n")
+    model = load_mttr_model(path)
+    assert model.actions["replace_cartridge"].hours["repair_h"] == 30
+    assert model.actions["replace_cartridge"].hours["drain_h"] == 0.5  # the rest stays
+
+
+@pytest.mark.parametrize("text, message", [
+    ("actions:\n  reset_gpu:\n    repair_h: -1\n", "repair_h must be hours"),
+    ("parts:\n  link: teleport\n", "unknown action 'teleport'"),
+    ("actions:\n  reset_gpu:\n    out_of_service: planet\n", "out_of_service must be one of"),
+    ("bogus: 1\n", "unknown key(s) bogus"),
+])
+def test_bad_override_files_are_refused(tmp_path, text, message):
+    path = tmp_path / "mttr.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        load_mttr_model(path)
+    assert message in str(error.value)
