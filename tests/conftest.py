@@ -10,6 +10,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Fixture modules: a real sshd on loopback for the fan-out (tests/sshd.py).
+pytest_plugins = ["tests.sshd"]
+
 
 @dataclass
 class CliResult:

@@ -1,0 +1,182 @@
+"""Run one `python -m probes …` invocation on every tray of a rack at once.
+
+    results = run_on_trays(rack, ["snapshot", "--window", "10", "--json"])
+
+Each tray runs `python -m probes ARGS --backend B --tray T` (plus `--sim-spec` for a simulated
+rack: a file in `workdir` for the local transport, stdin over ssh). At most `concurrency`
+trays work at a time; each has a connect timeout and a run timeout. The result of every tray
+is a `TrayResult`: complete (the probe exited 0 or 1 with its JSON document) or incomplete,
+with the reason — a tray that refused the connection, a probe that crashed or timed out, and a
+simulated tray marked unreachable all end the same way.
+
+`on_start(tray)` and `on_result(result)` are called as trays start and finish (one at a
+time, from worker threads): write results as they arrive there. Ctrl-C stops the trays
+still working; their results say `interrupted`, and what finished is returned as it was.
+"""
+
+import json
+import tempfile
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opsctl.backend import sim_spec_for
+from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from opsctl.fanout.local import LocalTransport
+from opsctl.fanout.ssh import SshTransport
+from opsctl.fanout.transport import Interrupted, TransportError
+
+COMPLETE = "complete"
+INCOMPLETE = "incomplete"
+
+
+@dataclass(frozen=True)
+class FanoutOptions:
+    concurrency: int = 32  # trays working at once
+    connect_timeout_s: float = 10.0  # ssh: TCP connect, banner, login
+    run_timeout_s: float = 900.0  # the probe's whole run on one tray
+    accept_new_host_keys: bool = False  # ssh: record unknown host keys instead of refusing them
+
+
+@dataclass
+class TrayResult:
+    tray: str  # ct03, st1, node
+    host: str  # the inventory host
+    status: str  # complete | incomplete
+    exit_code: int | None  # the probe's; None when it never ended on its own
+    document: dict | None  # the probe's JSON document, when it printed one
+    stdout: bytes = b""  # exactly what the probe printed (the raw file of the run)
+    stderr: str = ""
+    reason: str | None = None  # why incomplete, in one line
+    interrupted: bool = False
+    started: float = 0.0  # unix time
+    seconds: float = 0.0
+    transport: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def complete(self):
+        return self.status == COMPLETE
+
+
+def transport_for(rack, options, workdir):
+    """The rack's transport (inventory `opsctl_transport`)."""
+    if rack.transport == "local":
+        return LocalTransport(workdir)
+    return SshTransport(known_hosts=known_hosts_of(rack), accept_new_host_keys=options.accept_new_host_keys,
+                        connect_timeout_s=options.connect_timeout_s)
+
+
+def known_hosts_of(rack):
+    """`opsctl_known_hosts` (relative to the inventory file), else None: ~/.ssh/known_hosts."""
+    if not rack.known_hosts:
+        return None
+    path = Path(rack.known_hosts).expanduser()
+    return str(path if path.is_absolute() else rack.source.parent / path)
+
+
+def probe_argv(rack, tray, probe_args, spec_args):
+    return [*probe_args, "--backend", rack.backend, "--tray", tray.name, *spec_args]
+
+
+def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, sim_spec=None,
+                 on_start=None, on_result=None, stop=None):
+    """Run `python -m probes PROBE_ARGS` on the rack's trays (all, or the names in `trays`);
+    return one TrayResult per tray, in rack order."""
+    options = options or FanoutOptions()
+    selected = [t for t in rack.trays if trays is None or t.name in set(trays)]
+    if not selected:
+        return []
+    workdir = workdir or tempfile.mkdtemp(prefix="opsctl-fanout-")
+    transport = transport_for(rack, options, workdir)
+    for tray in selected:
+        transport.check(tray)
+    spec = sim_spec if sim_spec is not None else sim_spec_for(rack)
+    spec_args, stdin = ([], None)
+    if spec is not None:
+        spec_json = json.dumps(spec if isinstance(spec, dict) else spec.to_dict()).encode()
+        spec_args, stdin = transport.spec_delivery(spec_json)
+    stop = stop or threading.Event()
+    report = threading.Lock()
+
+    def call(callback, value):
+        if callback is not None:
+            with report:
+                callback(value)
+
+    def one(tray):
+        if stop.is_set():
+            return _incomplete(tray, transport, "not started: the run was interrupted", interrupted=True)
+        call(on_start, tray)
+        started, clock = time.time(), time.monotonic()
+        try:
+            completed = transport.run(tray, probe_argv(rack, tray, probe_args, spec_args), stdin, options.run_timeout_s, stop)
+            result = interpret(tray, transport, completed)
+        except Interrupted as error:
+            result = _incomplete(tray, transport, f"interrupted: {error}", interrupted=True)
+        except TransportError as error:
+            result = _incomplete(tray, transport, str(error))
+        result.started, result.seconds = started, time.monotonic() - clock
+        call(on_result, result)
+        return result
+
+    results = {}
+    pool = ThreadPoolExecutor(max_workers=max(1, min(options.concurrency, len(selected))), thread_name_prefix="tray")
+    futures = {pool.submit(one, tray): tray for tray in selected}
+    try:
+        pending = set(futures)
+        while pending:
+            # Short waits, so that Ctrl-C reaches this thread at once.
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for future in done:
+                results[futures[future].name] = future.result()
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=False)
+    for future, tray in futures.items():
+        if tray.name not in results:
+            results[tray.name] = future.result()
+    return [results[t.name] for t in selected]
+
+
+def interpret(tray, transport, completed):
+    """A probe that ran to its end: complete when it exited 0 or 1 with its document."""
+    stderr = completed.stderr.decode("utf-8", "replace")
+    last_line = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+    document = None
+    text = completed.stdout.decode("utf-8", "replace").strip()
+    if text:
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError:
+            document = None
+    code = completed.exit_code
+    reason = None
+    if code in (EXIT_OK, EXIT_FAILED) and not isinstance(document, dict):
+        reason = f"probe exited {code} but printed no JSON document" + (f": {last_line}" if last_line else "")
+    elif code in (EXIT_OK, EXIT_FAILED) and document.get("status") == INCOMPLETE:
+        reason = "probe reported its run incomplete" + _first_error(document)
+    elif code == EXIT_INCOMPLETE:
+        reason = last_line or "probe reported incomplete (exit 3)"
+    elif code == EXIT_USAGE:
+        reason = f"probe refused to run (exit 2): {last_line or 'no message'}"
+    elif code not in (EXIT_OK, EXIT_FAILED):
+        reason = f"probe crashed (exit {code})" + (f": {last_line}" if last_line else "")
+    return TrayResult(
+        tray=tray.name, host=tray.host, status=INCOMPLETE if reason else COMPLETE, exit_code=code,
+        document=document if isinstance(document, dict) else None, stdout=completed.stdout, stderr=stderr,
+        reason=reason, transport=transport.name,
+    )
+
+
+def _first_error(document):
+    errors = document.get("errors") or []
+    return f": {errors[0]}" if errors and isinstance(errors[0], str) else ""
+
+
+def _incomplete(tray, transport, reason, interrupted=False):
+    return TrayResult(tray=tray.name, host=tray.host, status=INCOMPLETE, exit_code=None, document=None,
+                      reason=reason, interrupted=interrupted, transport=transport.name)

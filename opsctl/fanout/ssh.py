@@ -1,0 +1,166 @@
+"""The ssh transport (paramiko): the probe runs on the tray as `PYTHON -m probes …`.
+
+Host keys are verified against a known_hosts file (the inventory's `opsctl_known_hosts`, else
+~/.ssh/known_hosts). A host whose key is not there is refused, unless the user opted in with
+`accept_new_host_keys` — then its key is recorded, as OpenSSH's StrictHostKeyChecking=accept-new
+does. A key that differs from the recorded one is always refused.
+
+The remote command is one string for the tray's shell, built with shlex from an argument
+list whose names the inventory has already validated. A simulator spec travels on stdin.
+"""
+
+import getpass
+import logging
+import os
+import re
+import select
+import shlex
+import socket
+import threading
+import time
+from pathlib import Path
+
+import paramiko
+
+from opsctl.errors import InputError
+from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
+
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+POLL_S = 0.2
+READ_BYTES = 1 << 16
+_PYTHON_PATH = re.compile(r"[A-Za-z0-9_./+-]+")
+
+# paramiko logs a traceback for every failed handshake; opsctl reports each tray in one line.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
+
+
+class _RecordNewKey(paramiko.MissingHostKeyPolicy):
+    """Accept a host that is not in known_hosts and append its key there (accept-new)."""
+
+    def __init__(self, known_hosts, lock):
+        self.known_hosts = known_hosts
+        self.lock = lock
+
+    def missing_host_key(self, client, hostname, key):
+        with self.lock:  # trays connect at once; their lines must not interleave
+            self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.known_hosts, "a", encoding="ascii") as file:
+                file.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+
+
+class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):
+    def __init__(self, known_hosts):
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client, hostname, key):
+        raise TrayUnreachable(
+            f"host key of {hostname} ({key.get_name()}) is not in {self.known_hosts}; refused "
+            "(verify it and add it, or pass --accept-new-host-keys)"
+        )
+
+
+class SshTransport:
+    name = "ssh"
+
+    def __init__(self, known_hosts=None, accept_new_host_keys=False, connect_timeout_s=10.0):
+        self.known_hosts = Path(os.path.expanduser(known_hosts or DEFAULT_KNOWN_HOSTS))
+        self.accept_new_host_keys = accept_new_host_keys
+        self.connect_timeout_s = connect_timeout_s
+        self._known_hosts_lock = threading.Lock()
+
+    def spec_delivery(self, spec_json):
+        return ["--sim-spec", "-"], spec_json
+
+    def check(self, tray):
+        if not _PYTHON_PATH.fullmatch(tray.python):
+            raise InputError(f"host {tray.host}: opsctl_python {tray.python!r} is not a plain path to a Python")
+
+    def remote_command(self, tray, argv):
+        self.check(tray)
+        return shlex.join([tray.python, "-m", "probes", *argv])
+
+    def _policy(self):
+        if self.accept_new_host_keys:
+            return _RecordNewKey(self.known_hosts, self._known_hosts_lock)
+        return _RefuseUnknownKey(self.known_hosts)
+
+    def connect(self, tray):
+        """An authenticated SSHClient for the tray, or TrayUnreachable saying why not."""
+        client = paramiko.SSHClient()
+        if self.known_hosts.is_file():
+            with self._known_hosts_lock:
+                client.load_host_keys(str(self.known_hosts))
+        client.set_missing_host_key_policy(self._policy())
+        user = tray.user or getpass.getuser()
+        where = f"{user}@{tray.address}:{tray.port}"
+        timeout = self.connect_timeout_s
+        started = time.monotonic()
+        try:
+            client.connect(
+                tray.address, port=tray.port, username=user,
+                key_filename=os.path.expanduser(tray.key_file) if tray.key_file else None,
+                look_for_keys=tray.key_file is None, allow_agent=tray.key_file is None,
+                timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout,
+            )
+            return client
+        except TrayUnreachable:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as error:
+            client.close()
+            raise TrayUnreachable(
+                f"host key of {tray.address}:{tray.port} is not the one in {self.known_hosts} "
+                f"(offered {error.key.get_name()} {error.key.get_fingerprint().hex()}); refused: the key changed "
+                "or someone is in between"
+            ) from None
+        except paramiko.AuthenticationException as error:
+            client.close()
+            raise TrayUnreachable(f"{where}: login refused ({error})") from None
+        except paramiko.ssh_exception.NoValidConnectionsError:
+            client.close()
+            raise TrayUnreachable(f"{where}: connection refused") from None
+        except (paramiko.SSHException, OSError, EOFError) as error:
+            client.close()
+            if isinstance(error, (socket.timeout, TimeoutError)) or time.monotonic() - started >= timeout:
+                raise TrayUnreachable(f"{where}: no SSH answer within the {timeout:g} s connect timeout") from None
+            raise TrayUnreachable(f"{where}: {error or type(error).__name__}") from None
+
+    def run(self, tray, argv, stdin, timeout_s, stop):
+        command = self.remote_command(tray, argv)
+        deadline = time.monotonic() + timeout_s
+        client = self.connect(tray)
+        try:
+            try:
+                channel = client.get_transport().open_session(timeout=self.connect_timeout_s)
+                channel.exec_command(command)
+                if stdin is not None:
+                    channel.sendall(stdin)
+                channel.shutdown_write()
+            except (paramiko.SSHException, OSError, EOFError) as error:
+                raise TrayUnreachable(f"{tray.address}: could not start the probe: {error}") from None
+            return _collect(channel, deadline, timeout_s, stop)
+        finally:
+            client.close()  # closing the session hangs up on a probe still running
+
+
+def _collect(channel, deadline, timeout_s, stop):
+    """Read stdout and stderr until the command exits, the deadline passes or the user stops."""
+    stdout, stderr = bytearray(), bytearray()
+    while True:
+        while channel.recv_ready():
+            stdout += channel.recv(READ_BYTES)
+        while channel.recv_stderr_ready():
+            stderr += channel.recv_stderr(READ_BYTES)
+        if channel.exit_status_ready() and channel.eof_received and not channel.recv_ready() and not channel.recv_stderr_ready():
+            return Completed(channel.recv_exit_status(), bytes(stdout), bytes(stderr))
+        if channel.closed and not channel.recv_ready() and not channel.recv_stderr_ready():
+            status = channel.recv_exit_status() if channel.exit_status_ready() else -1
+            if status == -1:
+                raise TrayUnreachable("the connection closed before the probe said how it ended")
+            return Completed(status, bytes(stdout), bytes(stderr))
+        if stop.is_set():
+            raise Interrupted("stopped by the user")
+        if time.monotonic() >= deadline:
+            raise TrayTimedOut(f"probe ran past its {timeout_s:g} s run timeout and was stopped")
+        select.select([channel], [], [], POLL_S)

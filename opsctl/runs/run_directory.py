@@ -1,0 +1,136 @@
+"""A run directory: everything one burn-in (or acceptance) of a rack leaves behind.
+
+    run.json            what was run: rack, inventory, options, criteria, who and when
+    journal.jsonl       what happened, one line per event (see journal.py)
+    trays/ct03.json     each tray's raw probe JSON, written atomically the moment it arrives
+    sim-spec.json       the simulator spec the trays were given (simulated racks, local trays)
+    summary.json        the rack's judged result, then the reports beside it
+
+By default runs live under the user's state folder ($XDG_STATE_HOME/opsctl/runs, else
+~/.local/state/opsctl/runs), named RACK-KIND-YYYYMMDDTHHMMSSZ.
+"""
+
+import json
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from opsctl.errors import InputError
+from opsctl.runs.atomic_file import write_bytes_atomic, write_json_atomic
+from opsctl.runs.journal import Journal
+
+RUN_FORMAT = "opsctl-run/1"
+RUN_FILE = "run.json"
+_RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def default_runs_root():
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "opsctl" / "runs"
+
+
+class RunDirectory:
+    def __init__(self, path):
+        self.path = Path(path)
+        self.journal = Journal(self.path / "journal.jsonl")
+
+    # --- making and finding runs ---------------------------------------------------------------
+    @classmethod
+    def create(cls, rack, kind, meta, out=None):
+        """A new run directory: `out`, else a fresh folder under the default root."""
+        if out is not None:
+            path = Path(out)
+            if (path / RUN_FILE).exists():
+                raise InputError(f"{path} already holds a run; resume it with --resume {path}, or choose another --out")
+            if path.exists() and not path.is_dir():
+                raise InputError(f"{path}: --out must be a folder")
+        else:
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            path = default_runs_root() / f"{rack}-{kind}-{stamp}"
+            suffix = 1
+            while path.exists():
+                suffix += 1
+                path = default_runs_root() / f"{rack}-{kind}-{stamp}-{suffix}"
+        try:
+            (path / "trays").mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputError(f"{path}: cannot create the run folder: {error.strerror}") from None
+        run = cls(path)
+        write_json_atomic(path / RUN_FILE, {"format": RUN_FORMAT, "kind": kind, "rack": rack, **meta})
+        return run
+
+    @classmethod
+    def open(cls, name):
+        """An existing run: a path, or a run's name under the default root."""
+        candidates = [Path(name)]
+        if _RUN_NAME.fullmatch(str(name)):
+            candidates.append(default_runs_root() / name)
+        for path in candidates:
+            if (path / RUN_FILE).is_file():
+                run = cls(path)
+                meta = run.meta
+                if meta.get("format") != RUN_FORMAT:
+                    raise InputError(f"{path / RUN_FILE}: not an opsctl run (format {meta.get('format')!r})")
+                return run
+        raise InputError(f"no run {name!r} (a run folder holds {RUN_FILE}; runs are under {default_runs_root()})")
+
+    @property
+    def meta(self):
+        try:
+            return json.loads((self.path / RUN_FILE).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise InputError(f"{self.path / RUN_FILE}: cannot read: {error}") from None
+
+    def update_meta(self, **fields):
+        write_json_atomic(self.path / RUN_FILE, {**self.meta, **fields})
+
+    # --- tray results ----------------------------------------------------------------------------
+    def tray_file(self, tray):
+        return self.path / "trays" / f"{tray}.json"
+
+    def save_tray_result(self, result):
+        """Keep what the probe printed (atomically), then journal the outcome: a run killed
+        between the two re-runs the tray rather than trusting a file it never confirmed."""
+        if result.stdout.strip():
+            write_bytes_atomic(self.tray_file(result.tray), result.stdout)
+        self.journal.record(
+            "tray_finished", tray=result.tray, host=result.host, status=result.status, exit_code=result.exit_code,
+            reason=result.reason, interrupted=result.interrupted, seconds=round(result.seconds, 3),
+            transport=result.transport, file=str(self.tray_file(result.tray).relative_to(self.path)) if result.stdout.strip() else None,
+            stderr_tail=result.stderr[-2000:],
+        )
+
+    def outcomes(self):
+        """tray -> the journal's last word on it (status, exit code, reason…)."""
+        return self.journal.last_outcomes()
+
+    def completed_trays(self):
+        """Trays with a result: journaled complete, and their file is there."""
+        return {tray for tray, entry in self.outcomes().items()
+                if entry.get("status") == "complete" and self.tray_file(tray).is_file()}
+
+    def tray_documents(self):
+        """tray -> its probe document, for every tray that printed one (complete or not)."""
+        documents = {}
+        for tray in self.outcomes():
+            path = self.tray_file(tray)
+            if path.is_file():
+                try:
+                    document = json.loads(path.read_text())
+                except (OSError, json.JSONDecodeError):
+                    continue
+                if isinstance(document, dict):
+                    documents[tray] = document
+        return documents
+
+    def write_json(self, name, document):
+        write_json_atomic(self.path / name, document)
+
+    def write_text(self, name, text):
+        write_bytes_atomic(self.path / name, text.encode())
+
+    def raw_files(self):
+        """The files of the run, relative to it, for the report's list."""
+        return sorted(str(p.relative_to(self.path)) for p in self.path.rglob("*")
+                      if p.is_file() and not p.name.startswith("."))
