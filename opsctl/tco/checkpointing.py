@@ -1,0 +1,26 @@
+"""The optimum checkpoint interval: the compute time between checkpoints that balances the time
+spent writing checkpoints against the work redone after an interruption.
+
+Young (1974), "A first order approximation to the optimum checkpoint interval", CACM 17(9):
+    τ = √(2·δ·M)
+Daly (2006), "A higher order estimate of the optimum checkpoint interval for restart dumps",
+FGCS 22(3):303–312, section 4 (the perturbation solution; Figs. 3–5 give its worked cases):
+    τ = √(2δM)·[1 + ⅓·√(δ/(2M)) + (1/9)·(δ/(2M))] − δ   for δ < 2M,   τ = M otherwise
+δ: time to write a checkpoint; M: mean time between interruptions of the job (same units).
+"""
+
+import math
+
+YOUNG_SOURCE = "Young (1974), CACM 17(9): τ_opt = √(2δM)"
+DALY_SOURCE = "Daly (2006), FGCS 22(3):303–312, higher-order optimum: τ_opt = √(2δM)[1 + ⅓√(δ/2M) + ⅑(δ/2M)] − δ for δ < 2M, else M"
+
+
+def young_interval(write, mtbi):
+    return math.sqrt(2 * write * mtbi)
+
+
+def daly_interval(write, mtbi):
+    if write >= 2 * mtbi:
+        return mtbi
+    ratio = write / (2 * mtbi)
+    return math.sqrt(2 * write * mtbi) * (1 + math.sqrt(ratio) / 3 + ratio / 9) - write

@@ -1,0 +1,119 @@
+"""Spares and what an interruption takes out of service.
+
+A job trains on some GPUs of each NVLink domain (64 of a GB200 NVL72 rack's 72; all 8 of an HGX
+server) and keeps the rest as hot spares. An interruption whose blast radius fits in the domain's
+hot spares costs only a restart. One that takes out more — a switch tray or cable cartridge
+drains a whole NVL72 rack, an HGX baseboard a whole server — needs a spare rack or server; if all
+spare units are already standing in for units under repair, the job waits for the repair.
+
+Which repair a failure needs, how long it takes and what it idles come from the MTTR model
+(opsctl/data/mttr.yaml, or the user's --mttr-config), so a change in repair time shows in the
+price per token.
+"""
+
+import math
+from dataclasses import dataclass
+
+from opsctl.errors import InputError
+
+MINUTES_PER_DAY = 1440.0
+
+
+@dataclass(frozen=True)
+class Layout:
+    training_gpus: int
+    train_gpus_per_domain: int
+    spare_gpus_per_domain: int
+    domains: int
+    spare_units: int
+    installed_gpus: int
+    charged: bool
+    spare_source: str
+
+    @property
+    def charge_factor(self):
+        """GPUs paid for per GPU training: spares charged to the run, or carried by other work."""
+        return self.installed_gpus / self.training_gpus if self.charged else 1.0
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A class of interruptions, resolved: what it idles, for how long, and what covers it."""
+
+    name: str
+    share: float
+    blast_radius_gpus: int
+    repair_hours: float
+    source: str
+    covered_by: str = ""  # "restart" | "hot spares" | "spare unit"
+    wait_minutes: float = 0.0  # expected wait for a repair per interruption of this class
+
+    def to_dict(self):
+        return {"name": self.name, "share": self.share, "blast_radius_gpus": self.blast_radius_gpus,
+                "repair_hours": self.repair_hours, "covered_by": self.covered_by,
+                "expected_wait_minutes": self.wait_minutes, "source": self.source}
+
+
+def layout(scenario, mttr_model):
+    domain = scenario.sku.domain
+    reliability = scenario.reliability
+    if reliability.spare_gpus is not None:
+        spare, source = reliability.spare_gpus.value, reliability.spare_gpus.source
+    else:
+        spare = mttr_model.spares.get(domain.model, {}).get("spare_gpus", 0)
+        source = f"{mttr_model.source}: spares.{domain.model}" if domain.model in mttr_model.spares else "no hot spares"
+    per_domain = domain.gpus - spare
+    domains = math.ceil(scenario.gpus / per_domain)
+    units = reliability.spare_units.value
+    return Layout(scenario.gpus, per_domain, spare, domains, units, (domains + units) * domain.gpus,
+                  reliability.charge_spares, source)
+
+
+def resolve(failure_class, scenario, mttr_model):
+    """The blast radius and repair time of a failure class, from the scenario or the MTTR model."""
+    if failure_class.blast_radius_gpus is not None:
+        return Failure(failure_class.name, failure_class.share, failure_class.blast_radius_gpus,
+                       failure_class.repair_hours, f"{scenario.source}: reliability")
+    domain = scenario.sku.domain
+    if failure_class.action is not None:
+        if failure_class.action not in mttr_model.actions:
+            raise InputError(f"{scenario.source}: reliability: unknown MTTR action {failure_class.action!r} "
+                             f"(known in {mttr_model.source}: {', '.join(sorted(mttr_model.actions))})")
+        action = mttr_model.actions[failure_class.action]
+    else:
+        kind, _, parent = failure_class.part.partition("@")
+        action = mttr_model.action_for(kind, domain.model, parent or None)
+    blast = {"gpu": 1, "compute_tray": domain.gpus_per_tray}.get(action.out_of_service, domain.gpus)
+    return Failure(failure_class.name, failure_class.share, blast, action.mttr_hours,
+                   f"{mttr_model.source}: actions.{action.name} ({action.action}; out of service: "
+                   f"{action.out_of_service}; {action.source})")
+
+
+def cover(failures, layout_, interruptions_per_hour):
+    """Say what covers each failure class and the expected repair wait per interruption.
+
+    Drains beyond the hot spares fall on the spare units; the number of units under repair at once
+    is Poisson with mean (drains per hour × repair hours) (an infinite-server queue), so a drain
+    finds every spare unit busy with probability P(N ≥ spare units), and then waits the repair.
+    """
+    drains = [f for f in failures if f.blast_radius_gpus > layout_.spare_gpus_per_domain]
+    load = sum(f.share * interruptions_per_hour * f.repair_hours for f in drains)
+    all_busy = _poisson_at_least(load, layout_.spare_units)
+    covered = []
+    for f in failures:
+        if f.blast_radius_gpus == 0:
+            covered.append(_with(f, "restart", 0.0))
+        elif f.blast_radius_gpus <= layout_.spare_gpus_per_domain:
+            covered.append(_with(f, "hot spares", 0.0))
+        else:
+            covered.append(_with(f, "spare unit" if layout_.spare_units else "repair", all_busy * f.repair_hours * 60))
+    return covered, all_busy
+
+
+def _with(failure, covered_by, wait):
+    return Failure(failure.name, failure.share, failure.blast_radius_gpus, failure.repair_hours, failure.source,
+                   covered_by, wait)
+
+
+def _poisson_at_least(mean, k):
+    return 1.0 - sum(math.exp(-mean) * mean**j / math.factorial(j) for j in range(k))
