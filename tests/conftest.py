@@ -96,3 +96,58 @@ def sim_rack(rack07_topology):
         return SimRack(json.loads(json.dumps(spec.to_dict())), clock=ManualClock())
 
     return build
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server for the ledger's tests: its own cluster (initdb) in a temp
+    dir, listening only on a unix socket there, stopped and removed at the end. Root may not run
+    PostgreSQL, so as root it runs as the `postgres` user (Debian's package creates it)."""
+    import glob
+    import os
+    import pwd
+    import shutil
+    import tempfile
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if not bins:
+        pytest.skip("PostgreSQL server binaries not installed (scripts/test installs Debian's postgresql)")
+    bindir = Path(bins[-1]).parent
+    base = Path(tempfile.mkdtemp(prefix="opsctl-pg-"))
+    as_user = []
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        os.chown(base, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data, log = base / "data", base / "server.log"
+    subprocess.run([*as_user, bindir / "initdb", "-D", data, "-U", "opsctl", "-A", "trust", "-E", "UTF8", "--no-sync"],
+                   check=True, capture_output=True)
+    options = f"-k {base} -c listen_addresses='' -c fsync=off"
+    subprocess.run([*as_user, bindir / "pg_ctl", "-D", data, "-o", options, "-l", log, "-w", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield f"postgresql://opsctl@/postgres?host={base}"
+    finally:
+        subprocess.run([*as_user, bindir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_database(postgres_server):
+    """A new, empty database on the throwaway server; its URL."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    return postgres_server.replace("/postgres?", f"/{name}?")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_db(request, tmp_path):
+    """A ledger URL on each backend: a SQLite file, and a fresh database on the throwaway server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    return request.getfixturevalue("postgres_database")

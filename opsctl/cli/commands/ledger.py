@@ -1,0 +1,286 @@
+"""`opsctl ledger …`: the fleet's reliability record — burn-ins, triages and incidents in,
+MTBI, time to restore, burn-in failure rate and infant mortality out; import and export."""
+
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from opsctl.cli.context import inventory_from
+from opsctl.cli.output import console, json_option, print_json
+from opsctl.errors import InputError
+from opsctl.ledger import DB_ENV, fleet_statistics, open_ledger, record_burnin, record_incident, record_triage, set_rack
+from opsctl.ledger.parts import Parts
+from opsctl.ledger.timestamps import parse_time
+from opsctl.ledger.transfer import export_document, import_files, json_text, write_csv
+from opsctl.rack_models import MODELS
+from opsctl.yaml_input import load_yaml_file
+
+# Where a run directory keeps its summary, most specific first.
+SUMMARY_NAMES = ("summary.json", "verdict.json", "run.json", "report.json")
+
+db_option = click.option(
+    "--db", envvar=DB_ENV, metavar="URL",
+    help="Ledger database: sqlite:///FILE or postgresql://… (default: $OPSCTL_DB, else "
+         "$XDG_STATE_HOME/opsctl/ledger.sqlite).")
+
+
+class TimeType(click.ParamType):
+    """A date or time as users type it (2026-11-30, 2026-11-30T14:05Z); UTC unless a zone is given."""
+
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_time(value, "")
+        except InputError:
+            self.fail(f"not a time: {value!r} (use 2026-11-30 or 2026-11-30T14:05:00Z)", param, ctx)
+
+
+TIME = TimeType()
+
+
+def parts_for(ctx):
+    """Part ids are checked against this command's inventory (--inventory), else the ledger's racks."""
+    try:
+        return Parts(inventory_from(ctx))
+    except InputError:
+        if ctx.find_root().obj.get("inventory"):
+            raise  # a named inventory that cannot be read is the user's mistake to hear about
+        return Parts()
+
+
+def _document(path):
+    path = Path(path)
+    if path.is_dir():
+        for name in SUMMARY_NAMES:
+            if (path / name).is_file():
+                path = path / name
+                break
+        else:
+            found = sorted(path.glob("*.json"))
+            if len(found) != 1:
+                raise InputError(f"{path}: no run summary here (looked for {', '.join(SUMMARY_NAMES)})")
+            path = found[0]
+    return path, load_yaml_file(path)  # YAML reads JSON too, and names the line of a syntax error
+
+
+@click.group("ledger")
+def command():
+    """The fleet's reliability ledger: record burn-ins and triages, measure MTBI and MTTR."""
+
+
+@command.command("record-burnin")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--kind", type=click.Choice(["burnin", "accept"]), help="Burn-in or acceptance (default: the document says, else burnin).")
+@click.option("--at", type=TIME, help="When it finished (default: the document's time, else now).")
+@db_option
+@json_option
+@click.pass_context
+def record_burnin_command(ctx, paths, kind, at, db, as_json):
+    """Record burn-in or acceptance runs (their --json summary, or the run directory)."""
+
+    def record(path, ledger, parts):
+        source, document = _document(path)
+        return record_burnin(document, ledger, kind=kind, at=at, source=str(source), parts=parts)
+
+    def line(run):
+        failing = ", ".join(p["part"] for p in run["failing_parts"]) or "none"
+        handover = f"; {run['rack']} in service since {run['handover_at']}" if run["handover_at"] else ""
+        return f"{run['rack']} {run['kind']} {run['finished_at']}: {run['verdict']}, failing parts: {failing}{handover}"
+
+    _record_files(ctx, db, paths, record, line, as_json)
+
+
+@command.command("record-triage")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--at", type=TIME, help="When the triage ran (default: the document's time, else now).")
+@db_option
+@json_option
+@click.pass_context
+def record_triage_command(ctx, paths, at, db, as_json):
+    """Record triage or localize results (their --json output): suspects, chosen action, an incident."""
+
+    def record(path, ledger, parts):
+        return record_triage(load_yaml_file(path), ledger, at=at, source=str(path), parts=parts)
+
+    def line(triage):
+        what = "healthy" if triage["healthy"] else f"incident on {triage['part']}, action {triage['action']}"
+        return f"{triage['rack']} triage {triage['at']}: {what}"
+
+    _record_files(ctx, db, paths, record, line, as_json)
+
+
+def _record_files(ctx, db, paths, record, line, as_json):
+    """Record each file in its own transaction (each lands whole), then say what was recorded."""
+    parts = parts_for(ctx)
+    recorded = []
+    with open_ledger(db) as ledger:
+        for path in paths:
+            recorded += record(path, ledger, parts)
+        url = ledger.url
+    if as_json:
+        print_json({"ledger": url, "recorded": recorded})
+        return
+    out = console()
+    for item in recorded:
+        out.print(f"{line(item)} ({'recorded' if item['new'] else 'already in the ledger'})")
+    out.print(f"ledger: {url}")
+
+
+@command.command("rack")
+@click.argument("rack")
+@click.option("--model", type=click.Choice(sorted(MODELS)), help="The rack's model, when it is not in the inventory.")
+@click.option("--handover", type=TIME, help="When the rack went into service.")
+@click.option("--retired", type=TIME, help="When it left service for good.")
+@db_option
+@json_option
+@click.pass_context
+def rack_command(ctx, rack, model, handover, retired, db, as_json):
+    """Add a rack to the ledger, or set when it went into service (handover) or was retired."""
+    with open_ledger(db) as ledger:
+        row = set_rack(rack, ledger, model=model, handover=handover, retired=retired, parts=parts_for(ctx))
+    if as_json:
+        print_json(row)
+        return
+    service = f"in service since {row['handover_at']}" if row["handover_at"] else "not yet handed over"
+    retired_text = f", retired {row['retired_at']}" if row["retired_at"] else ""
+    console().print(f"{row['rack']}: {row['model']}, {row['gpus']} GPUs, {service}{retired_text}")
+
+
+@command.command("incident")
+@click.argument("part")
+@click.option("--at", type=TIME, help="When it failed (default: now).")
+@click.option("--note", help="What happened, in a few words.")
+@db_option
+@json_option
+@click.pass_context
+def incident_command(ctx, part, at, note, db, as_json):
+    """Record a failure of a part that no opsctl triage saw."""
+    with open_ledger(db) as ledger:
+        record = record_incident(part, ledger, at=at, note=note, parts=parts_for(ctx))
+    if as_json:
+        print_json(record)
+        return
+    console().print(f"incident {record['key']}: {record['part']} ({record['kind']}) at {record['occurred_at']}")
+
+
+@command.command("stats")
+@click.option("--since", type=TIME, help="Count from this time (default: the first handover).")
+@click.option("--until", type=TIME, help="Count up to this time (default: now).")
+@click.option("--rack", "racks", multiple=True, help="Only this rack (repeat for more).")
+@click.option("--infant-weeks", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Failures this soon after handover count as infant mortality.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG of failures per month by part kind.")
+@db_option
+@json_option
+def stats_command(since, until, racks, infant_weeks, confidence, plot, db, as_json):
+    """Failures per part kind, MTBI (GPU-days), time to restore per action, burn-in failure rate,
+    infant mortality — each with its confidence interval."""
+    with open_ledger(db) as ledger:
+        stats = fleet_statistics(ledger, since=since, until=until, racks=racks, confidence=confidence,
+                                 infant_weeks=infant_weeks)
+    if plot:
+        from opsctl.ledger.plot import plot_failures
+
+        stats["plot"] = str(plot_failures(stats, plot))
+    if as_json:
+        print_json(stats)
+        return
+    _print_stats(stats)
+
+
+def _interval(pair, unit=""):
+    low, high = pair
+    return f"{'–' if low is None else f'{low:,.1f}'} … {'∞' if high is None else f'{high:,.1f}'}{unit}"
+
+
+def _print_stats(stats):
+    out = console()
+    exposure, mtbi = stats["exposure"], stats["mtbi"]
+    level = f"{stats['confidence']:.0%}"
+    out.print(f"[bold]ledger[/bold] {stats['ledger']}  window {stats['window']['since'] or 'start'} → {stats['window']['until']}")
+    out.print(f"{exposure['racks_in_service']} rack(s) in service ({', '.join(exposure['models']) or '-'}): "
+              f"{exposure['gpu_days']:,.0f} GPU-days, {exposure['downtime_gpu_days']:,.1f} GPU-days idled by repairs")
+    table = Table(title=f"failures and MTBI (GPU-days, {level} interval)")
+    for column in ("part kind", "failures", "MTBI", "interval"):
+        table.add_column(column, justify="left" if column == "part kind" else "right")
+    for kind, rate in [*mtbi["by_kind"].items(), ("all", mtbi["overall"])]:
+        value = f"{rate['mtbi_gpu_days']:,.0f}" if rate["mtbi_gpu_days"] else "-"
+        table.add_row(kind, str(rate["failures"]), value, _interval(rate["interval"]))
+    out.print(table)
+    for model, figure in mtbi["published"].items():
+        out.print(f"published {model}: {figure['gpu_days'][0]:,}–{figure['gpu_days'][1]:,} GPU-days ({figure['source']})")
+    table = Table(title=f"time to restore per repair action (hours; median with its {level} interval)")
+    for column in ("action", "repairs", "median", "interval", "p25–p75", "mean", "GPUs idled", "published"):
+        table.add_column(column, justify="left" if column == "action" else "right")
+    for action, row in stats["mttr"]["by_action"].items():
+        median = f"{row['median_hours']:.1f}" if row["median_hours"] is not None else "-"
+        spread = f"{row['p25_hours']:.1f}–{row['p75_hours']:.1f}" if row["p25_hours"] is not None else "-"
+        interval = _interval(row["interval"]) if row["interval"] else "-"
+        if row["interval"] and row["interval_coverage"] < stats["confidence"]:
+            interval += f" ({row['interval_coverage']:.0%})"
+        mean = f"{row['mean_hours']:.1f}" if row["mean_hours"] is not None else "-"
+        table.add_row(action, f"{row['closed']}/{row['repairs']}", median, interval, spread, mean,
+                      f"{row['gpus_idled_mean']:g}", f"{row['published_hours']:.1f}" if row["published_hours"] else "-")
+    out.print(table)
+    burnin = stats["burnin"]
+    if burnin["racks"]:
+        parts = ", ".join(f"{k} {v}" for k, v in burnin["failing_parts_by_kind"].items()) or "none named"
+        out.print(f"burn-in at handover: {burnin['racks_failed_first_run']} of {burnin['racks']} racks failed their first "
+                  f"run ({burnin['failure_rate']:.0%}, {level} {burnin['interval'][0]:.0%}–{burnin['interval'][1]:.0%}); "
+                  f"{burnin['runs_failed']} of {burnin['runs']} runs failed; failing parts: {parts}")
+    infant = stats["infant_mortality"]
+    early, later = infant["early"], infant["later"]
+    out.print(f"infant mortality: first {infant['weeks']} weeks {early['failures']} failures / {early['gpu_days']:,.0f} "
+              f"GPU-days ({early['per_1000_gpu_days'] or 0:.2f} per 1,000), later {later['failures']} / "
+              f"{later['gpu_days']:,.0f} ({later['per_1000_gpu_days'] or 0:.2f} per 1,000)"
+              + (f", ratio {infant['ratio']:.1f}" if infant["ratio"] else ""))
+    if stats.get("plot"):
+        out.print(f"plot: {stats['plot']}")
+
+
+@command.command("export")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(), help="JSON: a file (default stdout). CSV: a directory, one file per table.")
+@db_option
+def export_command(fmt, output, db):
+    """Export the whole ledger, to back it up or to bring it into another ledger."""
+    with open_ledger(db) as ledger:
+        document = export_document(ledger)
+    if fmt == "csv":
+        if not output:
+            raise click.UsageError("--format csv needs -o DIRECTORY (one CSV per table)")
+        for path in write_csv(document, output):
+            click.echo(str(path))
+        return
+    text = json_text(document)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+@command.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--table", type=click.Choice(["racks", "runs", "triages", "incidents", "repairs"]),
+              help="The table of CSV files not named after one.")
+@db_option
+@json_option
+@click.pass_context
+def import_command(ctx, paths, table, db, as_json):
+    """Import history from JSON or CSV (as export writes it). All or nothing: a bad record
+    names its file, line and field, and nothing is imported."""
+    with open_ledger(db) as ledger:
+        counts = import_files(ledger, paths, table=table, parts=parts_for(ctx))
+        url = ledger.url
+    if as_json:
+        print_json({"ledger": url, "imported": counts})
+        return
+    out = console()
+    for name, count in counts.items():
+        if count["added"] or count["present"]:
+            out.print(f"{name}: {count['added']} added, {count['present']} already in the ledger")
+    out.print(f"ledger: {url}")

@@ -1,0 +1,104 @@
+"""`opsctl repair open|close|list`: who repaired which part, with what action, what went in,
+the RMA ids, and when the rack was back in service — the ledger's measure of MTTR."""
+
+import getpass
+
+import click
+from rich.table import Table
+
+from opsctl.cli.commands.ledger import TIME, db_option, parts_for
+from opsctl.cli.output import console, json_option, print_json
+from opsctl.ledger import close_repair, open_ledger, open_repair
+from opsctl.ledger.repairs import NEW_INCIDENT, restore_hours
+from opsctl.mttr import load_mttr_model
+
+
+def _user():
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+by_option = click.option("--by", default=_user, show_default="you", help="Who does it.")
+
+
+@click.group("repair")
+def command():
+    """Repairs of racks' parts, recorded in the ledger (opsctl ledger)."""
+
+
+@command.command("open")
+@click.argument("part")
+@click.option("--action", type=click.Choice(sorted(load_mttr_model().actions)),
+              help="The repair (default: the repair model's first action for this kind of part).")
+@by_option
+@click.option("--at", type=TIME, help="When the repair started (default: now).")
+@click.option("--details", help="Free text: what was seen, what is planned.")
+@click.option("--incident", metavar=f"KEY|{NEW_INCIDENT}",
+              help="The incident it repairs (default: the rack's latest unrepaired one; 'new' opens one).")
+@db_option
+@json_option
+@click.pass_context
+def open_command(ctx, part, action, by, at, details, incident, db, as_json):
+    """Open a repair of PART (a component id: rack07/ct03, rack07/st3/sw1, rack07/cart2, …)."""
+    with open_ledger(db) as ledger:
+        repair = open_repair(part, ledger, action=action, by=by, at=at, details=details, incident=incident,
+                             parts=parts_for(ctx))
+    if as_json:
+        print_json(repair)
+        return
+    console().print(f"repair {repair['key']} opened: {repair['part']} ({repair['kind']}), {repair['action']}, "
+                    f"{repair['gpus_idled']} GPUs out of service, incident {repair['incident_key']}")
+
+
+@command.command("close")
+@click.argument("part")
+@by_option
+@click.option("--at", type=TIME, help="When the repair was done (default: now).")
+@click.option("--back-in-service", type=TIME, help="When the rack took work again (default: --at).")
+@click.option("--replaced", help="What went in: serial numbers, the new part, or 'reseated'.")
+@click.option("--rma", "rma_ids", multiple=True, help="An RMA id (repeat for more).")
+@click.option("--details", help="Free text, added to the repair's details.")
+@db_option
+@json_option
+def close_command(part, by, at, back_in_service, replaced, rma_ids, details, db, as_json):
+    """Close the open repair of PART."""
+    with open_ledger(db) as ledger:
+        repair = close_repair(part, ledger, by=by, at=at, back_in_service=back_in_service, replaced=replaced,
+                              rma_ids=rma_ids, details=details)
+        incidents = ledger.records("incidents", "key = ?", (repair["incident_key"],))
+    hours = restore_hours(repair, {i["key"]: i for i in incidents})
+    if as_json:
+        print_json({**repair, "restore_hours": round(hours, 2)})
+        return
+    console().print(f"repair {repair['key']} closed: {repair['part']} back in service {repair['back_in_service_at']}, "
+                    f"{hours:.1f} h from the failure")
+
+
+@command.command("list")
+@click.option("--open", "only_open", is_flag=True, help="Only repairs not closed yet.")
+@click.option("--rack", help="Only this rack.")
+@db_option
+@json_option
+def list_command(only_open, rack, db, as_json):
+    """List repairs, newest first."""
+    where, params = [], []
+    if only_open:
+        where.append("closed_at IS NULL")
+    if rack:
+        where.append("rack = ?")
+        params.append(rack)
+    with open_ledger(db) as ledger:
+        repairs = ledger.records("repairs", " AND ".join(where), params, order="opened_at DESC, key")
+        url = ledger.url
+    if as_json:
+        print_json({"ledger": url, "repairs": repairs})
+        return
+    table = Table(title=f"repairs in {url}")
+    for column in ("part", "action", "opened", "by", "back in service", "replaced", "RMA"):
+        table.add_column(column)
+    for r in repairs:
+        table.add_row(r["part"], r["action"], r["opened_at"], r["opened_by"], r["back_in_service_at"] or "open",
+                      r["replaced"] or "-", ", ".join(r["rma_ids"]) or "-")
+    console().print(table)

@@ -1,0 +1,289 @@
+"""What the ledger says about the fleet: failures per part kind, MTBI in GPU-days (per kind and
+overall), time to restore per repair action, blast radius, burn-in failure rate at handover
+and infant mortality — each with its interval, because a fleet sees few events.
+
+Exposure is GPU-days in service: for every rack from its handover to its retirement (or the
+end of the window), its GPUs × days, less the GPUs each repair idled while it lasted (from the
+failure to back in service). A failure counts against its part kind as the repair confirmed
+it (the part replaced), else as triage suspected it.
+"""
+
+from dataclasses import dataclass, field
+
+from opsctl.errors import InputError
+from opsctl.ledger.intervals import binomial_interval, median_interval, poisson_interval, quantile
+from opsctl.ledger.repairs import restore_hours
+from opsctl.ledger.timestamps import from_epoch, parse_time, stored, utc_now
+from opsctl.mttr import load_mttr_model
+
+DAY_S = 86400.0
+# FIGURES.md, "Reliability": the published operator figures the ledger's own measure replaces.
+PUBLISHED_MTBI = {
+    "gb200-nvl72": {"gpu_days": [1000, 3000], "source": "FIGURES.md: GB200 NVL72 MTBI 1,000–3,000 GPU-days (published operator figures)"},
+    "hgx-h100": {"gpu_days": [2000, 5000], "source": "FIGURES.md: H100 MTBI 2,000 (immature) – 5,000 (best operator) GPU-days"},
+    "hgx-h200": {"gpu_days": [2000, 5000], "source": "FIGURES.md: H100 MTBI 2,000–5,000 GPU-days (no H200 figure is published)"},
+}
+MTBI_METHOD = "exposure / failures; exact Poisson (Garwood) interval on the failure count"
+MTTR_METHOD = "time from the failure to back in service; median with its order-statistic interval"
+
+
+@dataclass(frozen=True)
+class Window:
+    since: float | None  # epoch seconds
+    until: float
+    racks: tuple  # empty: every rack
+
+    def covers_rack(self, rack):
+        return not self.racks or rack in self.racks
+
+    def covers(self, moment):
+        return (self.since is None or moment >= self.since) and moment <= self.until
+
+
+def _seconds(text):
+    return parse_time(text).timestamp()
+
+
+def _overlap(a_start, a_end, b_start, b_end):
+    return max(0.0, min(a_end, b_end) - max(a_start, b_start))
+
+
+def _rate(failures, gpu_days, confidence):
+    """MTBI with its interval, from a count over an exposure."""
+    low, high = poisson_interval(failures, confidence)
+    return {
+        "failures": failures,
+        "gpu_days": round(gpu_days, 1),
+        "mtbi_gpu_days": round(gpu_days / failures, 1) if failures else None,
+        # Few failures → a wide interval; none → only a lower bound.
+        "interval": [round(gpu_days / high, 1) if high else None, round(gpu_days / low, 1) if low else None],
+        "per_1000_gpu_days": round(1000 * failures / gpu_days, 4) if gpu_days else None,
+    }
+
+
+@dataclass
+class _Fleet:
+    """The ledger's rows inside the window, with exposure split into infant and later periods."""
+
+    racks: list
+    incidents: list  # (rack, seconds, kind, in_infancy)
+    repairs: list
+    runs: list
+    exposure_early: float = 0.0
+    exposure_later: float = 0.0
+    downtime: float = 0.0
+    restore: dict = field(default_factory=dict)  # repair key -> hours
+
+
+def _gather(data, window, infant_weeks):
+    infant_s = infant_weeks * 7 * DAY_S
+    incidents_by_key = {i["key"]: i for i in data["incidents"]}
+    claimed = {r["incident_key"]: r for r in data["repairs"] if r["incident_key"] and r["closed_at"]}
+    fleet = _Fleet([], [], [], [])
+    for rack in data["racks"]:
+        if not window.covers_rack(rack["rack"]) or not rack["handover_at"]:
+            continue
+        start = _seconds(rack["handover_at"])
+        end = min(_seconds(rack["retired_at"]), window.until) if rack["retired_at"] else window.until
+        first = window.since if window.since is not None else start
+        periods = {"early": (start, start + infant_s), "later": (start + infant_s, end)}
+        in_window = {name: (max(a, first), min(b, end)) for name, (a, b) in periods.items()}
+        exposure = {name: rack["gpus"] * max(0.0, b - a) for name, (a, b) in in_window.items()}
+        for repair in data["repairs"]:
+            if repair["rack"] != rack["rack"]:
+                continue
+            incident = incidents_by_key.get(repair["incident_key"])
+            out = _seconds(incident["occurred_at"] if incident else repair["opened_at"])
+            back = repair["back_in_service_at"] or repair["closed_at"]
+            back = _seconds(back) if back else window.until
+            for name, (a, b) in in_window.items():
+                idle = repair["gpus_idled"] * _overlap(out, back, a, b)
+                exposure[name] -= idle
+                fleet.downtime += idle
+        fleet.exposure_early += max(0.0, exposure["early"]) / DAY_S
+        fleet.exposure_later += max(0.0, exposure["later"]) / DAY_S
+        fleet.racks.append(rack)
+        for incident in data["incidents"]:
+            moment = _seconds(incident["occurred_at"])
+            if incident["rack"] != rack["rack"] or not (max(start, first) <= moment <= end):
+                continue
+            repair = claimed.get(incident["key"])
+            kind = repair["kind"] if repair else incident["kind"]
+            fleet.incidents.append((rack["rack"], moment, kind, moment < start + infant_s))
+    fleet.downtime /= DAY_S
+    for repair in data["repairs"]:
+        if window.covers_rack(repair["rack"]) and window.covers(_seconds(repair["opened_at"])):
+            fleet.repairs.append(repair)
+            hours = restore_hours(repair, incidents_by_key)
+            if hours is not None:
+                fleet.restore[repair["key"]] = hours
+    fleet.runs = [r for r in data["runs"] if window.covers_rack(r["rack"]) and window.covers(_seconds(r["finished_at"]))]
+    return fleet
+
+
+def _mttr(fleet, mttr_model, confidence):
+    by_action = {}
+    for repair in fleet.repairs:
+        by_action.setdefault(repair["action"], []).append(repair)
+    result = {}
+    for action, repairs in sorted(by_action.items()):
+        hours = [fleet.restore[r["key"]] for r in repairs if r["key"] in fleet.restore]
+        low, high, coverage = median_interval(hours, confidence)
+        published = mttr_model.actions.get(action)
+        result[action] = {
+            "repairs": len(repairs),
+            "closed": len(hours),
+            "median_hours": round(quantile(hours, 0.5), 2) if hours else None,
+            "interval": [round(low, 2), round(high, 2)] if hours else None,
+            "interval_coverage": round(coverage, 3),
+            "p25_hours": round(quantile(hours, 0.25), 2) if hours else None,
+            "p75_hours": round(quantile(hours, 0.75), 2) if hours else None,
+            "min_hours": round(min(hours), 2) if hours else None,
+            "max_hours": round(max(hours), 2) if hours else None,
+            "mean_hours": round(sum(hours) / len(hours), 2) if hours else None,
+            "gpus_idled_mean": round(sum(r["gpus_idled"] for r in repairs) / len(repairs), 1),
+            "published_hours": round(published.mttr_hours, 2) if published else None,
+            "published_source": f"{mttr_model.source}: {published.source}" if published else None,
+        }
+    return result
+
+
+def _burnin(runs, confidence):
+    """How racks arrive: the share whose first burn-in (or acceptance) failed, and the parts named."""
+    judged = [r for r in runs if r["verdict"] in ("pass", "fail")]
+    first = {}
+    for run in sorted(judged, key=lambda r: r["finished_at"]):
+        first.setdefault(run["rack"], run)
+    failed = sum(run["verdict"] == "fail" for run in first.values())
+    low, high = binomial_interval(failed, len(first), confidence)
+    parts = {}
+    for run in judged:
+        for part in run["failing_parts"]:
+            parts[part["kind"]] = parts.get(part["kind"], 0) + 1
+    return {
+        "racks": len(first),
+        "racks_failed_first_run": failed,
+        "failure_rate": round(failed / len(first), 4) if first else None,
+        "interval": [round(low, 4), round(high, 4)] if first else None,
+        "method": "racks whose first judged burn-in or acceptance run failed / racks burned in; "
+                  "exact Clopper-Pearson interval",
+        "runs": len(runs),
+        "runs_failed": sum(r["verdict"] == "fail" for r in judged),
+        "runs_incomplete": len(runs) - len(judged),
+        "failing_parts_by_kind": dict(sorted(parts.items())),
+    }
+
+
+def window_of(since=None, until=None, racks=()):
+    until_s = parse_time(until, "--until").timestamp() if until else utc_now().timestamp()
+    since_s = parse_time(since, "--since").timestamp() if since else None
+    if since_s is not None and since_s > until_s:
+        raise InputError(f"--since {from_epoch(since_s)} is after --until {from_epoch(until_s)}")
+    return Window(since_s, until_s, tuple(racks or ()))
+
+
+def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.95, infant_weeks=4, mttr_model=None):
+    """The `opsctl ledger stats` document."""
+    if not 0.5 <= confidence < 1:
+        raise InputError(f"--confidence {confidence}: must be at least 0.5 and below 1")
+    if infant_weeks <= 0:
+        raise InputError(f"--infant-weeks {infant_weeks}: must be more than 0")
+    window = window_of(since, until, racks)
+    data = ledger.everything()
+    unknown = [r for r in window.racks if r not in {row["rack"] for row in data["racks"]}]
+    if unknown:
+        raise InputError(f"rack(s) not in the ledger: {', '.join(unknown)}")
+    mttr_model = mttr_model or load_mttr_model()
+    fleet = _gather(data, window, infant_weeks)
+    exposure = fleet.exposure_early + fleet.exposure_later
+    by_kind = {}
+    for _, _, kind, _ in fleet.incidents:
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    early = sum(1 for *_, infant in fleet.incidents if infant)
+    models = sorted({r["model"] for r in fleet.racks})
+    early_rate = _rate(early, fleet.exposure_early, confidence)
+    later_rate = _rate(len(fleet.incidents) - early, fleet.exposure_later, confidence)
+    return {
+        "ledger": ledger.url,
+        "window": {"since": stored(since) if since else None, "until": from_epoch(window.until),
+                   "racks": list(window.racks) or None},
+        "confidence": confidence,
+        "exposure": {"racks_in_service": len(fleet.racks), "gpu_days": round(exposure, 1),
+                     "downtime_gpu_days": round(fleet.downtime, 1), "models": models},
+        "failures": {"total": len(fleet.incidents), "by_kind": dict(sorted(by_kind.items()))},
+        "mtbi": {
+            "method": MTBI_METHOD,
+            "overall": _rate(len(fleet.incidents), exposure, confidence),
+            "by_kind": {kind: _rate(count, exposure, confidence) for kind, count in sorted(by_kind.items())},
+            "published": {m: PUBLISHED_MTBI[m] for m in models if m in PUBLISHED_MTBI},
+        },
+        "mttr": {"method": MTTR_METHOD, "by_action": _mttr(fleet, mttr_model, confidence)},
+        "blast_radius": {
+            "repairs": len(fleet.repairs),
+            "gpus_idled_mean": round(sum(r["gpus_idled"] for r in fleet.repairs) / len(fleet.repairs), 1) if fleet.repairs else None,
+        },
+        "burnin": _burnin(fleet.runs, confidence),
+        "infant_mortality": {
+            "weeks": infant_weeks,
+            "early": early_rate,
+            "later": later_rate,
+            "ratio": (round(early_rate["per_1000_gpu_days"] / later_rate["per_1000_gpu_days"], 2)
+                      if early_rate["per_1000_gpu_days"] and later_rate["per_1000_gpu_days"] else None),
+            "method": f"failures per 1,000 GPU-days in the first {infant_weeks} weeks after handover vs after",
+        },
+        "failures_over_time": [{"rack": rack, "at": from_epoch(moment), "kind": kind}
+                               for rack, moment, kind, _ in sorted(fleet.incidents, key=lambda i: i[1])],
+    }
+
+
+@dataclass(frozen=True)
+class ReliabilityInputs:
+    """What the TCO takes from the ledger instead of published defaults."""
+
+    scenario: dict  # CONTRACT's reliability keys that the ledger measured
+    source: str  # one line saying where they come from, for the TCO's output
+    detail: dict  # the figures behind them (counts, exposure, intervals, per action)
+
+
+def reliability_inputs(ledger=None, *, since=None, until=None, racks=(), confidence=0.95):
+    """MTBI (GPU-days), repair hours and blast radius measured on the ledger, for `opsctl tco
+    run --from-ledger`. Keys the ledger cannot measure (no failure, no closed repair) are left
+    out of `scenario`, so the scenario's own values stand for them; `source` says which."""
+    from opsctl.ledger.store import open_ledger
+
+    owned = ledger is None
+    ledger = ledger or open_ledger()
+    try:
+        stats = fleet_statistics(ledger, since=since, until=until, racks=racks, confidence=confidence)
+    finally:
+        if owned:
+            ledger.close()
+    overall = stats["mtbi"]["overall"]
+    if not overall["gpu_days"]:
+        raise InputError(f"the ledger {stats['ledger']} has no rack in service in this window: nothing to measure "
+                         "(record an acceptance, or opsctl ledger rack RACK --handover DATE)")
+    hours = [a["mean_hours"] * a["closed"] for a in stats["mttr"]["by_action"].values() if a["closed"]]
+    closed = sum(a["closed"] for a in stats["mttr"]["by_action"].values())
+    scenario = {}
+    said = []
+    if overall["failures"]:
+        scenario["mtbi_gpu_days"] = overall["mtbi_gpu_days"]
+        low, high = overall["interval"]
+        said.append(f"MTBI {overall['mtbi_gpu_days']:,.0f} GPU-days ({confidence:.0%} interval "
+                    f"{low:,.0f}–{high:,.0f}) from {overall['failures']} failures over {overall['gpu_days']:,.0f} GPU-days")
+    else:
+        said.append(f"no failure in {overall['gpu_days']:,.0f} GPU-days (MTBI at least {overall['interval'][0]:,.0f}); "
+                    "MTBI left to the scenario")
+    if closed:
+        scenario["repair_hours"] = round(sum(hours) / closed, 2)
+        scenario["blast_radius_gpus"] = stats["blast_radius"]["gpus_idled_mean"]
+        said.append(f"repair {scenario['repair_hours']} h and {scenario['blast_radius_gpus']} GPUs idled "
+                    f"on average over {closed} closed repairs")
+    else:
+        said.append("no closed repair: repair hours and blast radius left to the scenario")
+    window = stats["window"]
+    span = f"{window['since'] or 'the start'} to {window['until']}"
+    source = f"measured by the opsctl ledger {stats['ledger']} ({span}): " + "; ".join(said)
+    detail = {"mtbi": overall, "mttr_by_action": stats["mttr"]["by_action"], "exposure": stats["exposure"],
+              "window": window}
+    return ReliabilityInputs(scenario, source, detail)

@@ -1,0 +1,103 @@
+"""The ledger's schema, as numbered migrations recorded in the database itself.
+
+Each migration runs once, in its own write transaction, and adds its number to
+`schema_migrations`; a ledger written by a newer opsctl is refused rather than misread. SQL
+here is portable between SQLite and PostgreSQL: TEXT keys, ISO-8601 UTC times as TEXT (they
+sort as time), JSON lists as TEXT, booleans as 0/1.
+
+Rows are keyed by text keys rather than serial numbers, so a ledger exported from one
+database imports into another without renumbering, and importing twice adds nothing.
+"""
+
+from opsctl.errors import InputError
+
+MIGRATIONS = [
+    (1, "racks, burn-in runs, triages, incidents and repairs", [
+        """CREATE TABLE racks (
+            rack TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            gpus INTEGER NOT NULL,
+            handover_at TEXT,          -- into service: the acceptance that passed, or said outright
+            retired_at TEXT,
+            recorded_at TEXT NOT NULL)""",
+        """CREATE TABLE runs (
+            key TEXT PRIMARY KEY,
+            rack TEXT NOT NULL REFERENCES racks (rack),
+            kind TEXT NOT NULL,        -- burnin | accept
+            finished_at TEXT NOT NULL,
+            verdict TEXT NOT NULL,     -- pass | fail | incomplete
+            failing_parts TEXT NOT NULL,  -- JSON list of {"part", "kind"}
+            source TEXT,
+            recorded_at TEXT NOT NULL)""",
+        """CREATE TABLE triages (
+            key TEXT PRIMARY KEY,
+            rack TEXT NOT NULL REFERENCES racks (rack),
+            at TEXT NOT NULL,
+            healthy INTEGER NOT NULL,
+            suspects TEXT NOT NULL,    -- JSON list, as localize printed it
+            chosen_part TEXT,
+            chosen_action TEXT,
+            source TEXT,
+            recorded_at TEXT NOT NULL)""",
+        """CREATE TABLE incidents (
+            key TEXT PRIMARY KEY,
+            rack TEXT NOT NULL REFERENCES racks (rack),
+            occurred_at TEXT NOT NULL,
+            part TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            origin TEXT NOT NULL,      -- triage | repair | manual | import
+            triage_key TEXT REFERENCES triages (key),
+            note TEXT,
+            recorded_at TEXT NOT NULL)""",
+        """CREATE TABLE repairs (
+            key TEXT PRIMARY KEY,
+            incident_key TEXT REFERENCES incidents (key),
+            rack TEXT NOT NULL REFERENCES racks (rack),
+            part TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            action TEXT NOT NULL,      -- an action of opsctl/data/mttr.yaml
+            details TEXT,
+            gpus_idled INTEGER NOT NULL,
+            opened_by TEXT NOT NULL,
+            opened_at TEXT NOT NULL,
+            closed_by TEXT,
+            closed_at TEXT,
+            back_in_service_at TEXT,
+            replaced TEXT,             -- what went in: serial numbers, free text
+            rma_ids TEXT NOT NULL,     -- JSON list
+            recorded_at TEXT NOT NULL)""",
+        # One open repair per part: a second `repair open` of the same part is a mistake.
+        "CREATE UNIQUE INDEX repairs_one_open_per_part ON repairs (part) WHERE closed_at IS NULL",
+        "CREATE INDEX incidents_by_rack ON incidents (rack, occurred_at)",
+        "CREATE INDEX runs_by_rack ON runs (rack, finished_at)",
+    ]),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def migrate(database, now):
+    """Bring the database's schema up to LATEST; returns the versions applied."""
+    with database.transaction(write=True) as tx:
+        tx.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)""")
+        applied = {row["version"] for row in tx.rows("SELECT version FROM schema_migrations")}
+    newer = [v for v in applied if v > LATEST]
+    if newer:
+        raise InputError(
+            f"the ledger {database.url} has schema version {max(newer)}, newer than this opsctl knows "
+            f"({LATEST}); upgrade opsctl")
+    done = []
+    for version, name, statements in MIGRATIONS:
+        if version in applied:
+            continue
+        with database.transaction(write=True) as tx:
+            # Another process may have migrated while we waited for the lock.
+            if tx.row("SELECT version FROM schema_migrations WHERE version = ?", (version,)):
+                continue
+            for statement in statements:
+                tx.execute(statement)
+            tx.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                       (version, name, now))
+        done.append(version)
+    return done

@@ -1,0 +1,116 @@
+"""The ledger as a repository: its tables, and reading and writing their rows as dicts.
+
+What a row means (a burn-in, a triage, a repair) is decided in recording.py and repairs.py;
+this module only knows the tables, so that export, import and statistics read them one way.
+"""
+
+import hashlib
+import json
+import uuid
+
+from opsctl.ledger.database import connect, redacted
+from opsctl.ledger.migrations import migrate
+from opsctl.ledger.timestamps import stored, utc_now
+
+# Every table and its columns, in the order they are exported; parents before children,
+# which is also the order an import inserts them (the foreign keys need it).
+TABLES = {
+    "racks": ("rack", "model", "gpus", "handover_at", "retired_at", "recorded_at"),
+    "runs": ("key", "rack", "kind", "finished_at", "verdict", "failing_parts", "source", "recorded_at"),
+    "triages": ("key", "rack", "at", "healthy", "suspects", "chosen_part", "chosen_action", "source", "recorded_at"),
+    "incidents": ("key", "rack", "occurred_at", "part", "kind", "origin", "triage_key", "note", "recorded_at"),
+    "repairs": ("key", "incident_key", "rack", "part", "kind", "action", "details", "gpus_idled", "opened_by",
+                "opened_at", "closed_by", "closed_at", "back_in_service_at", "replaced", "rma_ids", "recorded_at"),
+}
+KEY_COLUMN = {table: ("rack" if table == "racks" else "key") for table in TABLES}
+ORDER = {"racks": "rack", "runs": "finished_at, key", "triages": "at, key", "incidents": "occurred_at, key",
+         "repairs": "opened_at, key"}
+JSON_COLUMNS = {"failing_parts", "suspects", "rma_ids"}  # lists kept as JSON text
+
+
+def new_key(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def content_key(prefix, *content):
+    """A key that is the same for the same content: recording a document twice adds nothing."""
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{prefix}-{digest[:16]}"
+
+
+def to_row(table, record):
+    """A record (lists as lists) as stored (lists as JSON text)."""
+    return {c: json.dumps(record[c]) if c in JSON_COLUMNS and record.get(c) is not None else record.get(c)
+            for c in TABLES[table]}
+
+
+def from_row(row):
+    return {c: json.loads(v) if c in JSON_COLUMNS and isinstance(v, str) else v for c, v in row.items()}
+
+
+class Ledger:
+    """One ledger database, migrated to the latest schema when opened."""
+
+    def __init__(self, database):
+        self.database = database
+        migrate(database, stored(utc_now()))
+
+    @property
+    def url(self):
+        return redacted(self.database.url)
+
+    def write(self):
+        """A write transaction: all of it lands, or none of it."""
+        return self.database.transaction(write=True)
+
+    def read(self):
+        return self.database.transaction(write=False)
+
+    def close(self):
+        self.database.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+    # --- rows --------------------------------------------------------------------------------
+    @staticmethod
+    def insert(tx, table, record):
+        """Insert one record; False when a row with its key is already there (nothing changes)."""
+        row = to_row(table, record)
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        tx.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT ({KEY_COLUMN[table]}) DO NOTHING",
+                   list(row.values()))
+        return tx.rowcount == 1
+
+    @staticmethod
+    def update(tx, table, key, changes):
+        row = {c: json.dumps(v) if c in JSON_COLUMNS else v for c, v in changes.items()}
+        assignments = ", ".join(f"{column} = ?" for column in row)
+        tx.execute(f"UPDATE {table} SET {assignments} WHERE {KEY_COLUMN[table]} = ?", [*row.values(), key])
+
+    @staticmethod
+    def select(tx, table, where="", params=(), order=None):
+        """Rows of a table as records (JSON columns as lists). `where` uses ? placeholders."""
+        sql = f"SELECT {', '.join(TABLES[table])} FROM {table}"
+        if where:
+            sql += f" WHERE {where}"
+        sql += f" ORDER BY {order or ORDER[table]}"
+        return [from_row(row) for row in tx.rows(sql, params)]
+
+    def records(self, table, where="", params=(), order=None):
+        with self.read() as tx:
+            return self.select(tx, table, where, params, order)
+
+    def everything(self):
+        """Every table's records, read in one transaction (a consistent picture)."""
+        with self.read() as tx:
+            return {table: self.select(tx, table) for table in TABLES}
+
+
+def open_ledger(url=None):
+    """The ledger at `url` (--db), else $OPSCTL_DB, else the SQLite file in the state dir."""
+    return Ledger(connect(url))

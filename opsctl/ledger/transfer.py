@@ -1,0 +1,275 @@
+"""Export the ledger as JSON or CSV, and import a team's history from either.
+
+JSON is one document: {"format": "opsctl-ledger/1", "racks": [...], "runs": [...], "triages":
+[...], "incidents": [...], "repairs": [...]}, one record per line. CSV is one file per table,
+named after it (racks.csv, repairs.csv, …), with the table's columns as its header; lists are
+JSON text (RMA ids may also be written `A1;A2`).
+
+An import is one transaction: every record is checked (times, numbers, part ids against the
+rack's topology, repair actions against the repair model) and a bad one stops the import with
+the file, line and field named, and nothing imported. Records carry their keys; a record
+without one gets a key from its content, so importing the same file twice adds nothing.
+"""
+
+import csv
+import json
+from pathlib import Path
+
+import yaml
+
+from opsctl.errors import InputError
+from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
+from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, content_key
+from opsctl.ledger.timestamps import stored, utc_now
+
+FORMAT = "opsctl-ledger/1"
+KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep"}
+TIME_COLUMNS = {"handover_at", "retired_at", "recorded_at", "finished_at", "at", "occurred_at", "opened_at",
+                "closed_at", "back_in_service_at"}
+INT_COLUMNS = {"gpus", "gpus_idled"}
+# Columns an imported record must have; the rest are optional or derived (rack from the part,
+# kind from the topology, GPUs idled from the action).
+REQUIRED = {
+    "racks": ("rack",),
+    "runs": ("rack", "kind", "finished_at", "verdict"),
+    "triages": ("rack", "at", "healthy"),
+    "incidents": ("occurred_at", "part"),
+    "repairs": ("part", "action", "opened_by", "opened_at"),
+}
+
+
+# --- export --------------------------------------------------------------------------------
+def export_document(ledger):
+    return {"format": FORMAT, "exported_at": stored(utc_now()), "ledger": ledger.url, **ledger.everything()}
+
+
+def json_text(document):
+    """The export document with one record per line: diffable, and an import error's line is a record."""
+    lines = ["{"]
+    heads = [k for k in document if k not in TABLES]
+    for key in heads:
+        lines.append(f"  {json.dumps(key)}: {json.dumps(document[key])},")
+    for number, table in enumerate(TABLES):
+        records = document.get(table, [])
+        body = ",\n".join(f"    {json.dumps(record, sort_keys=False)}" for record in records)
+        closing = "," if number < len(TABLES) - 1 else ""
+        lines.append(f"  {json.dumps(table)}: [\n{body}\n  ]{closing}" if records else f"  {json.dumps(table)}: []{closing}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(document, directory):
+    """One CSV per table under `directory`; returns the files written."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table, columns in TABLES.items():
+        path = directory / f"{table}.csv"
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            for record in document[table]:
+                writer.writerow({c: _csv_cell(c, record.get(c)) for c in columns})
+        written.append(path)
+    return written
+
+
+def _csv_cell(column, value):
+    if value is None:
+        return ""
+    return json.dumps(value) if column in JSON_COLUMNS else value
+
+
+# --- reading files -------------------------------------------------------------------------
+def _read_text(path):
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def _json_line(text, table, index):
+    """The line a record of a JSON document starts on (found only when there is an error)."""
+    try:
+        for key, value in yaml.compose(text, Loader=yaml.SafeLoader).value:
+            if key.value == table:
+                return value.value[index].start_mark.line + 1
+    except (yaml.YAMLError, AttributeError, IndexError):
+        pass
+    return None
+
+
+def _json_records(path):
+    text = _read_text(path)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path} line {exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(document, dict):
+        raise InputError(f"{path}: expected a JSON object with the tables {', '.join(TABLES)}")
+    if document.get("format", FORMAT) != FORMAT:
+        raise InputError(f"{path}: format {document.get('format')!r} is not {FORMAT!r}")
+    unknown = set(document) - set(TABLES) - {"format", "exported_at", "ledger"}
+    if unknown:
+        raise InputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (tables: {', '.join(TABLES)})")
+    for table in TABLES:
+        records = document.get(table, [])
+        if not isinstance(records, list):
+            raise InputError(f"{path}: {table!r} must be a list of records")
+        for index, record in enumerate(records):
+            where = lambda t=table, i=index: f"{path} line {_json_line(text, t, i) or '?'} ({t}[{i}])"  # noqa: E731
+            if not isinstance(record, dict):
+                raise InputError(f"{where()}: a record must be an object")
+            yield table, record, where
+
+
+def _csv_records(path, table):
+    table = table or Path(path).stem
+    if table not in TABLES:
+        raise InputError(f"{path}: which table? name the file after one ({', '.join(f'{t}.csv' for t in TABLES)}) or say --table")
+    text = _read_text(path)
+    reader = csv.DictReader(text.splitlines(keepends=True))
+    header = reader.fieldnames or []
+    unknown = [c for c in header if c not in TABLES[table]]
+    if unknown:
+        raise InputError(f"{path} line 1: unknown column(s) {', '.join(unknown)} (a {table} file has: {', '.join(TABLES[table])})")
+    for row in reader:
+        line = reader.line_num
+        if None in row:
+            raise InputError(f"{path} line {line}: more cells than the header has columns")
+        yield table, {c: v for c, v in row.items() if v not in ("", None)}, lambda n=line: f"{path} line {n}"
+
+
+def read_files(paths, table=None):
+    """(table, raw record, where) for every record of the files, in file order."""
+    for path in paths:
+        if Path(path).is_dir():
+            for name in TABLES:
+                if (Path(path) / f"{name}.csv").exists():
+                    yield from _csv_records(Path(path) / f"{name}.csv", name)
+        elif str(path).lower().endswith(".csv"):
+            yield from _csv_records(path, table)
+        else:
+            yield from _json_records(path)
+
+
+# --- checking one record -------------------------------------------------------------------
+def _field_value(column, value):
+    if value is None:
+        return None
+    if column in TIME_COLUMNS:
+        return stored(value, "")
+    if column in INT_COLUMNS:
+        if isinstance(value, bool) or not str(value).strip().isdigit():
+            raise InputError(f"not a whole number: {value!r}")
+        return int(value)
+    if column == "healthy":
+        words = {"true": 1, "1": 1, "yes": 1, "false": 0, "0": 0, "no": 0}
+        if str(value).lower() not in words:
+            raise InputError(f"not true or false: {value!r}")
+        return words[str(value).lower()]
+    if column in JSON_COLUMNS:
+        if isinstance(value, str):
+            if column == "rma_ids" and not value.lstrip().startswith("["):
+                return [v.strip() for v in value.split(";") if v.strip()]
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise InputError(f"not a JSON list: {value!r}") from None
+        if not isinstance(value, list):
+            raise InputError(f"not a list: {value!r}")
+        return value
+    return str(value)
+
+
+def _checked(table, raw, session, tx):
+    """The record as the ledger stores it, every field checked; InputError names the field."""
+    record = {}
+    for column in TABLES[table]:
+        if column in raw:
+            try:
+                record[column] = _field_value(column, raw[column])
+            except InputError as exc:
+                raise InputError(f"field {column}: {str(exc).lstrip(': ')}") from None
+    unknown = set(raw) - set(TABLES[table])
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    missing = [c for c in REQUIRED[table] if record.get(c) is None]
+    if missing:
+        raise InputError(f"field {missing[0]}: missing")
+    record.setdefault("recorded_at", stored(utc_now()))
+    if table == "racks":
+        facts = session.parts.rack_facts(record["rack"], None, record.get("model"))
+        record["model"], record["gpus"] = facts.model, record.get("gpus") or facts.gpus
+        return record
+    if "part" in record:
+        record.setdefault("rack", record["part"].split("/", 1)[0])
+    facts = session.rack(tx, record["rack"])
+    for column, allowed in (("kind", RUN_KINDS), ("verdict", VERDICTS)):
+        if table == "runs" and record[column] not in allowed:
+            raise InputError(f"field {column}: {record[column]!r} is not one of {', '.join(allowed)}")
+    if table == "runs":
+        failing = []
+        for item in record.get("failing_parts") or []:
+            part_id = item.get("part") if isinstance(item, dict) else item
+            part = session.parts.part(part_id, facts)
+            failing.append({"part": part.id, "kind": part.kind})
+        record["failing_parts"] = failing
+    if table == "triages":
+        record.setdefault("suspects", [])
+        if record.get("chosen_part"):
+            session.parts.part(record["chosen_part"], facts)
+    if table in ("incidents", "repairs"):
+        part = session.parts.part(record["part"], facts)
+        if record.get("kind", part.kind) != part.kind:
+            raise InputError(f"field kind: {record['kind']!r}, but {part.id} is a {part.kind}")
+        record["kind"] = part.kind
+    if table == "incidents":
+        record.setdefault("origin", "import")
+    if table == "repairs":
+        action = session.parts.action(record["action"])
+        if record.get("gpus_idled") is None:
+            record["gpus_idled"] = session.parts.gpus_idled(part, action, facts)
+        record.setdefault("rma_ids", [])
+        for column in ("closed_at", "back_in_service_at"):
+            if record.get(column) and record[column] < record["opened_at"]:
+                raise InputError(f"field {column}: {record[column]} is before opened_at {record['opened_at']}")
+        if record.get("incident_key") and not tx.row("SELECT key FROM incidents WHERE key = ?", (record["incident_key"],)):
+            raise InputError(f"field incident_key: no incident {record['incident_key']!r} in the ledger or this import")
+    if table == "incidents" and record.get("triage_key") and not tx.row(
+            "SELECT key FROM triages WHERE key = ?", (record["triage_key"],)):
+        raise InputError(f"field triage_key: no triage {record['triage_key']!r} in the ledger or this import")
+    if not record.get("key"):
+        content = {c: v for c, v in record.items() if c != "recorded_at"}
+        record["key"] = content_key(KEY_PREFIX[table], table, content)
+    return record
+
+
+def import_files(ledger, paths, *, table=None, parts=None):
+    """Import every record of the files in one transaction; returns {table: {"added", "present"}}."""
+    counts = {t: {"added": 0, "present": 0} for t in TABLES}
+    with RecordingSession(ledger, parts=parts) as session, ledger.write() as tx:
+        records = list(read_files(paths, table))
+        # Parents first, whatever order the files came in: racks, runs, triages, incidents, repairs.
+        for name in TABLES:
+            for record_table, raw, where in records:
+                if record_table != name:
+                    continue
+                try:
+                    record = _checked(name, raw, session, tx)
+                except InputError as exc:
+                    raise InputError(f"{where()}: {exc}") from None
+                if name == "racks" and tx.row("SELECT rack FROM racks WHERE rack = ?", (record["rack"],)):
+                    # A rack already known keeps its row; the import may only fill in what is missing.
+                    known = Ledger.select(tx, "racks", "rack = ?", (record["rack"],))[0]
+                    fill = {c: record[c] for c in ("handover_at", "retired_at") if record.get(c) and not known[c]}
+                    if fill:
+                        Ledger.update(tx, "racks", record["rack"], fill)
+                    counts[name]["present"] += 1
+                    continue
+                added = Ledger.insert(tx, name, record)
+                counts[name]["added" if added else "present"] += 1
+    return counts
+
