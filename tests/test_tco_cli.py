@@ -286,6 +286,9 @@ def edited(change):
                                      "failure_mix": [{"share": 1, "action": "teleport"}]}), "unknown MTTR action 'teleport'"),
     (lambda d: d.update(reliability={"mtbi_gpu_days": 2000, "restart_minutes": 10, "checkpoint_write_minutes": 1,
                                      "blast_radius_gpus": 72}), "reliability.repair_hours missing"),
+    (lambda d: d.update(reliability={"mtbi_gpu_days": 2000, "restart_minutes": 10, "checkpoint_write_minutes": 1,
+                                     "failure_mix": [{"share": 1, "part": "flux_capacitor"}]}),
+     "part 'flux_capacitor'"),
     (lambda d: d.update(sources={"cluster.price": "me"}), "sources.cluster.price: no such key"),
 ])
 def test_bad_scenarios_are_one_line_naming_the_key_and_file(opsctl, tmp_path, change, message):
@@ -321,3 +324,10 @@ def test_numbers_written_in_exponent_form_are_read(opsctl, tmp_path):
     path.write_text(Path(SCENARIOS / "gpt3-175b-h100-fp8-dec2024-hyperscaler.yaml").read_text())
     assert "tokens: 300e9" in path.read_text()  # YAML reads 300e9 as a string; opsctl as a number
     assert run(opsctl, path)["tokens"] == 3e11
+
+
+def test_tco_as_a_user_runs_it(opsctl_process):
+    result = opsctl_process("tco", "run", SCENARIOS / "gpt3-175b-h100-fp8-dec2024-hyperscaler.yaml", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["cost_per_million_tokens"] == pytest.approx(0.542, abs=0.001)
+    assert_one_line_error(opsctl_process("tco", "run", SCENARIOS / "missing.yaml"), 2, "no such file")

@@ -88,10 +88,6 @@ class Scenario:
     reliability: Reliability | None
     raw: dict  # the parsed file, for sweeps that change one key
 
-    def given(self, path):
-        """Where the scenario's value at a dotted path came from (for the derivations)."""
-        return _source_of(self.raw, self.source, path)
-
 
 def load_scenario(path):
     path = Path(path)

@@ -81,8 +81,11 @@ def resolve(failure_class, scenario, mttr_model):
                              f"(known in {mttr_model.source}: {', '.join(sorted(mttr_model.actions))})")
         action = mttr_model.actions[failure_class.action]
     else:
-        kind, _, parent = failure_class.part.partition("@")
-        action = mttr_model.action_for(kind, domain.model, parent or None)
+        kind, _, context = failure_class.part.partition("@")
+        try:
+            action = mttr_model.action_for(kind, domain.model, context or None)
+        except InputError as error:
+            raise InputError(f"{scenario.source}: reliability.failure_mix: part {failure_class.part!r}: {error}") from None
     blast = {"gpu": 1, "compute_tray": domain.gpus_per_tray}.get(action.out_of_service, domain.gpus)
     return Failure(failure_class.name, failure_class.share, blast, action.mttr_hours,
                    f"{mttr_model.source}: actions.{action.name} ({action.action}; out of service: "
