@@ -58,3 +58,12 @@ def test_a_real_process_prints_no_traceback_on_bad_input(opsctl_process, tmp_pat
     assert_one_line_error(opsctl_process("--inventory", bad, "topology", "show", "r"), 2, "duplicate key 'r-ct01'")
     ok = opsctl_process("topology", "show", "hgx01", "--json")
     assert ok.code == 0 and '"model": "hgx-h100"' in ok.out
+
+
+def test_every_command_module_imports_and_is_named_like_its_module():
+    from opsctl.cli import cli
+
+    names = cli.list_commands(None)
+    assert {"inventory", "topology", "sim"} <= set(names)
+    for name in names:
+        assert cli.get_command(None, name).name == name

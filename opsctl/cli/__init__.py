@@ -1,6 +1,7 @@
 """The `opsctl` command: a thin click group. Each command lives in its own module under
-opsctl/cli/commands/ and exposes `command` (a click command or group); they are registered here
-in the order of the list below.
+opsctl/cli/commands/, named like the command, and exposes `command` (a click command or group).
+A module is imported only when its command runs (or help lists it), so start-up stays quick and
+one command's heavy imports never slow or break another.
 
 Every error ends as one line on stderr and the exit code of CONTRACT.md: 2 for bad input,
 3 for incomplete work; a bug says so in one line too (OPSCTL_DEBUG=1 shows the traceback).
@@ -19,7 +20,20 @@ from opsctl.errors import EXIT_INCOMPLETE, EXIT_USAGE, OpsctlError
 COMMANDS_PACKAGE = "opsctl.cli.commands"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyCommands(click.Group):
+    """Finds commands by module name in opsctl/cli/commands/ and imports them on first use."""
+
+    def list_commands(self, ctx):
+        package = importlib.import_module(COMMANDS_PACKAGE)
+        return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+
+    def get_command(self, ctx, name):
+        if name not in self.list_commands(ctx):
+            return None
+        return importlib.import_module(f"{COMMANDS_PACKAGE}.{name}").command
+
+
+@click.group(cls=LazyCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="opsctl")
 @click.option(
     "--inventory",
@@ -33,18 +47,6 @@ def cli(ctx, inventory):
     """Burn-in, acceptance, triage, alerting and TCO for GPU training racks (GB200 NVL72, HGX)."""
     ctx.ensure_object(dict)
     ctx.obj["inventory"] = inventory
-
-
-def _register_commands():
-    package = importlib.import_module(COMMANDS_PACKAGE)
-    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{COMMANDS_PACKAGE}.{module_info.name}")
-        command = getattr(module, "command", None)
-        if command is not None:
-            cli.add_command(command)
-
-
-_register_commands()
 
 
 def _fail(message, code):
