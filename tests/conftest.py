@@ -145,9 +145,23 @@ def postgres_database(postgres_server):
     return postgres_server.replace("/postgres?", f"/{name}?")
 
 
+@pytest.fixture
+def memory_tmp_path(tmp_path):
+    """A temp dir in RAM where there is one (/dev/shm): a SQLite file there skips the disk's fsyncs."""
+    import shutil
+    import tempfile
+
+    if not Path("/dev/shm").is_dir():
+        yield tmp_path
+        return
+    directory = Path(tempfile.mkdtemp(prefix="opsctl-test-", dir="/dev/shm"))
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def ledger_db(request, tmp_path):
+def ledger_db(request, memory_tmp_path):
     """A ledger URL on each backend: a SQLite file, and a fresh database on the throwaway server."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+        return f"sqlite:///{memory_tmp_path / 'ledger.sqlite'}"
     return request.getfixturevalue("postgres_database")

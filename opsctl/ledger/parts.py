@@ -1,18 +1,18 @@
 """Part ids in the ledger are CONTRACT's component ids; this checks them against the rack's
 topology and says each part's kind and how many GPUs a repair action on it idles.
 
-A rack's topology comes from the inventory when the rack is in it (its own cabling map), else
-from the model the ledger recorded for it (the model's default cabling map), so history of a
-rack that has left the inventory still validates.
+A rack's topology is its model's, with the rack's own cabling map when the inventory names one,
+else the model's default — so history of a rack that has left the inventory still validates.
 """
 
 from dataclasses import dataclass
 from functools import lru_cache
 
-from opsctl.backend import topology_for
+import os
+
 from opsctl.errors import InputError, OpsctlError
 from opsctl.inventory import load_inventory
-from opsctl.mttr import gpus_idled, load_mttr_model
+from opsctl.mttr import MTTR_CONFIG_ENV, gpus_idled, load_mttr_model
 from opsctl.rack_models import MODELS, NAME_PATTERN, model_named
 from opsctl.topology import build_topology
 
@@ -33,15 +33,19 @@ class Part:
     kind: str
 
 
-@lru_cache(maxsize=64)
-def _model_topology(rack, model):
-    # Building an NVL72 topology takes about half a second; a ledger command may check many parts.
-    return build_topology(rack, model_named(model))
+TEMPLATE_RACK = "rack"  # every rack of one model and cabling map has the same parts, under its own name
 
 
-@lru_cache(maxsize=64)
-def _inventory_topology(rack):
-    return topology_for(rack)
+@lru_cache(maxsize=16)
+def _template_topology(model, cabling_map):
+    # Building an NVL72 topology takes about half a second; a fleet of racks shares one build.
+    return build_topology(TEMPLATE_RACK, model_named(model), cabling_map)
+
+
+@lru_cache(maxsize=4)
+def _mttr_model(path):
+    # Parsing mttr.yaml costs a quarter of a second here; one command may check many parts.
+    return load_mttr_model(path)
 
 
 def rack_of(part_id):
@@ -55,18 +59,22 @@ class Parts:
     """Resolves part ids and racks; `inventory` None means the default ($OPSCTL_INVENTORY or built-in)."""
 
     def __init__(self, inventory=None, mttr_model=None):
-        self._inventory = inventory
-        self._inventory_loaded = inventory is not None
-        self.mttr = mttr_model or load_mttr_model()
+        self._inventory = inventory  # loaded when first needed: most racks are in the ledger already
+        self._mttr = mttr_model
+
+    @property
+    def mttr(self):
+        if self._mttr is None:
+            self._mttr = _mttr_model(os.environ.get(MTTR_CONFIG_ENV))
+        return self._mttr
 
     def inventory_rack(self, name):
-        if not self._inventory_loaded:
-            self._inventory_loaded = True
+        if self._inventory is None:
             try:
                 self._inventory = load_inventory()
             except OpsctlError:
-                self._inventory = None  # an unreadable default inventory: rely on the ledger's racks
-        if self._inventory is not None and name in self._inventory.racks:
+                self._inventory = False  # an unreadable default inventory: rely on the ledger's racks
+        if self._inventory and name in self._inventory.racks:
             return self._inventory.racks[name]
         return None
 
@@ -84,11 +92,15 @@ class Parts:
         raise InputError(f"rack {name} is neither in the ledger nor in the inventory; say its model "
                          f"(opsctl ledger rack {name} --model …)")
 
-    def topology(self, facts):
+    def _template(self, facts):
+        """The model's topology under TEMPLATE_RACK (the rack's own cabling map when the inventory has one)."""
         rack = self.inventory_rack(facts.name)
-        if rack is not None and rack.model.name == facts.model:
-            return _inventory_topology(rack)
-        return _model_topology(facts.name, facts.model)
+        cabling_map = rack.cabling_map if rack is not None and rack.model.name == facts.model else None
+        return _template_topology(facts.model, cabling_map)
+
+    @staticmethod
+    def _template_id(part_id):
+        return TEMPLATE_RACK + part_id[part_id.index("/"):]
 
     def part(self, part_id, facts):
         """The Part for an id of the rack `facts` describes; an id not in its topology is refused."""
@@ -97,7 +109,7 @@ class Parts:
             raise InputError(f"part {part_id} is not in rack {facts.name}")
         if part_id == facts.name:
             return Part(part_id, facts.name, RACK_KIND)
-        component = self.topology(facts).components.get(part_id)
+        component = self._template(facts).components.get(self._template_id(part_id))
         if component is None:
             raise InputError(f"part {part_id}: no such component in {facts.name} ({facts.model}); "
                              f"see opsctl topology show {facts.name}")
@@ -112,11 +124,11 @@ class Parts:
         """The first repair the repair model names for this part."""
         if part.kind == RACK_KIND:
             raise InputError(f"{part.id} is a whole rack: say which --action repairs it")
-        return self.mttr.repair(part.id, self.topology(facts)).action
+        return self.mttr.repair(self._template_id(part.id), self._template(facts)).action
 
     def gpus_idled(self, part, action, facts):
         """GPUs out of service while `action` repairs `part` (the action's scope, on this rack)."""
         if part.kind == RACK_KIND or action.out_of_service in ("rack", "server"):
             return facts.gpus
-        topology = self.topology(facts)
-        return gpus_idled(action.out_of_service, topology.components[part.id], topology)
+        topology = self._template(facts)
+        return gpus_idled(action.out_of_service, topology.components[self._template_id(part.id)], topology)

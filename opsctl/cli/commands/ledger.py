@@ -42,13 +42,9 @@ TIME = TimeType()
 
 
 def parts_for(ctx):
-    """Part ids are checked against this command's inventory (--inventory), else the ledger's racks."""
-    try:
-        return Parts(inventory_from(ctx))
-    except InputError:
-        if ctx.find_root().obj.get("inventory"):
-            raise  # a named inventory that cannot be read is the user's mistake to hear about
-        return Parts()
+    """Part ids are checked against the inventory the user named (--inventory, $OPSCTL_INVENTORY),
+    else the ledger's own racks and the built-in inventory."""
+    return Parts(inventory_from(ctx)) if ctx.find_root().obj.get("inventory") else Parts()
 
 
 def _document(path):

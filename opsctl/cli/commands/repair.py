@@ -10,7 +10,6 @@ from opsctl.cli.commands.ledger import TIME, db_option, parts_for
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.ledger import close_repair, open_ledger, open_repair
 from opsctl.ledger.repairs import NEW_INCIDENT, restore_hours
-from opsctl.mttr import load_mttr_model
 
 
 def _user():
@@ -30,8 +29,9 @@ def command():
 
 @command.command("open")
 @click.argument("part")
-@click.option("--action", type=click.Choice(sorted(load_mttr_model().actions)),
-              help="The repair (default: the repair model's first action for this kind of part).")
+@click.option("--action", metavar="NAME",
+              help="An action of the repair model (opsctl/data/mttr.yaml: reset_gpu, replace_compute_tray, "
+                   "reseat_switch_tray, replace_cartridge, …; default: its first action for this kind of part).")
 @by_option
 @click.option("--at", type=TIME, help="When the repair started (default: now).")
 @click.option("--details", help="Free text: what was seen, what is planned.")
