@@ -98,6 +98,70 @@ def sim_rack(rack07_topology):
     return build
 
 
+@dataclass
+class ServedRack:
+    """An exporter serving simulated trays on loopback, and what a scrape of it holds."""
+
+    exporter: object
+    url: str
+
+    def text(self):
+        import urllib.request
+
+        with urllib.request.urlopen(self.url, timeout=30) as response:
+            return response.read().decode()
+
+    def samples(self):
+        """{(metric name, frozenset of label items): value} of one scrape."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        return {(s.name, frozenset(s.labels.items())): s.value
+                for family in text_string_to_metric_families(self.text()) for s in family.samples}
+
+    def wait_for(self, predicate, timeout=30.0):
+        """Scrape until predicate(samples) holds; the samples that satisfied it."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            samples = self.samples()
+            if predicate(samples):
+                return samples
+            assert time.monotonic() < deadline, "the exporter never showed what the test waits for"
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def sim_exporter(rack07_topology):
+    """Serve trays of a simulated rack (scenario YAML text) through the exporter, on the wall
+    clock with the simulator already `at_s` seconds in; stopped when the test ends."""
+    import time
+
+    from exporters.server import Exporter
+    from exporters.tray_poller import TrayPoller
+    from opsctl.simulation import compile_rack_spec
+    from opsctl.simulation.scenario import scenario_from_text
+    from probes.sim import SimNvml, SimRack
+
+    served = []
+
+    def serve(text="seed: 1\n", topology=None, trays=None, at_s=0.0, interval=0.2, stale_after=None,
+              burnin=None, nvml_class=SimNvml):
+        spec = compile_rack_spec(scenario_from_text(text), topology or rack07_topology)
+        spec.epoch = time.time() - at_s
+        rack = SimRack(spec)
+        names = trays or [tray.name for tray in spec.trays if tray.gpus]
+        pollers = [TrayPoller(spec.rack, name, nvml_class(rack, name), interval, stale_after, len(spec.tray(name).gpus))
+                   for name in names]
+        exporter = Exporter(pollers, listen="127.0.0.1", port=0, burnin_path=burnin, refresh_s=interval).start()
+        served.append(exporter)
+        return ServedRack(exporter, f"http://127.0.0.1:{exporter.port}/metrics")
+
+    yield serve
+    for exporter in served:
+        exporter.stop()
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """A throwaway PostgreSQL server for the ledger's tests: its own cluster (initdb) in a temp

@@ -1,0 +1,258 @@
+"""The metric families of one scrape, built fresh from the trays' latest readings.
+
+Names start with `opsctl_`, use base units (celsius, watts, joules, hertz, seconds, bytes) and
+only counters end in `_total` (CONTRACT.md). Every GPU series is labelled rack, tray, gpu (the
+index on its tray) and uuid; link series add port and switch (the NVSwitch chip at the far
+end, "" where the exporter was not given the rack's topology). Identity is one `opsctl_gpu_info`
+series. A value NVML does not give on this GPU is absent, not zero; a GPU that is lost or
+stale shows only its identity, status and XID counts, never frozen old measurements.
+"""
+
+import re
+import time
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from probes.nvml_reader import CLOCK_EVENT_REASONS, FABRIC_HEALTH_FLAGS, FABRIC_STATES, FABRIC_SUMMARIES
+
+from exporters.burnin_results import VERDICT_ORDER
+from exporters.tray_poller import GPU_STATUSES
+
+TRAY = ("rack", "tray")
+GPU = ("rack", "tray", "gpu", "uuid")
+LINK = GPU + ("port", "switch")
+INFO = GPU + ("name", "serial", "pci_bus_id", "driver_version", "vbios", "inforom", "module_id",
+              "chassis_serial", "slot", "tray_index")
+
+# The reader's per-link counters and the metric each becomes (all counters, NVLink 5 ones absent
+# on Hopper). A counter the reader adds later is exported as opsctl_nvlink_<its name>_total.
+LINK_COUNTERS = {
+    "crc_errors": ("opsctl_nvlink_crc_errors_total", "Flit CRC errors received on the link."),
+    "replay_errors": ("opsctl_nvlink_replay_errors_total", "Data-link replays: flits resent after an error."),
+    "recovery_errors": ("opsctl_nvlink_recovery_errors_total", "Data-link recoveries: the link retrained after errors."),
+    "recovery_successful": ("opsctl_nvlink_recoveries_successful_total", "Link recovery events that succeeded (NVLink 5)."),
+    "recovery_failed": ("opsctl_nvlink_recoveries_failed_total", "Link recovery events that failed: each one is the link going down (NVLink 5)."),
+    "recovery_events": ("opsctl_nvlink_recovery_events_total", "Link recovery events (NVLink 5)."),
+    "effective_errors": ("opsctl_nvlink_effective_errors_total", "Errors left after forward error correction (NVLink 5)."),
+    "symbol_errors": ("opsctl_nvlink_symbol_errors_total", "Symbol errors (NVLink 5)."),
+    "rcv_errors": ("opsctl_nvlink_receive_errors_total", "Receive errors (NVLink 5)."),
+    "malformed_packet_errors": ("opsctl_nvlink_malformed_packet_errors_total", "Malformed packets received (NVLink 5)."),
+}
+
+# name: (kind, help, labels). Kind is gauge or counter; families are built in this order.
+METRICS = {
+    # identity and status
+    "opsctl_gpu_info": ("gauge", "Identity of a GPU; always 1.", INFO),
+    "opsctl_gpu_up": ("gauge", "1 when the GPU was read within the staleness limit and is not lost.", GPU),
+    "opsctl_gpu_status": ("gauge", "1 for the GPU's current status: ok, lost (NVML says GPU is lost), stale (a read is hung), starting.", GPU + ("status",)),
+    "opsctl_gpu_reading_age_seconds": ("gauge", "Age of the GPU's latest reading.", GPU),
+    # health
+    "opsctl_gpu_temperature_celsius": ("gauge", "GPU die temperature.", GPU),
+    "opsctl_gpu_power_watts": ("gauge", "Power draw.", GPU),
+    "opsctl_gpu_power_limit_watts": ("gauge", "Enforced power limit.", GPU),
+    "opsctl_gpu_energy_joules_total": ("counter", "Energy consumed since the driver loaded.", GPU),
+    "opsctl_gpu_sm_clock_hertz": ("gauge", "Current SM clock.", GPU),
+    "opsctl_gpu_sm_clock_max_hertz": ("gauge", "Maximum SM clock.", GPU),
+    "opsctl_gpu_memory_clock_hertz": ("gauge", "Current memory clock.", GPU),
+    "opsctl_gpu_clocks_event_reason": ("gauge", "1 when this reason is holding the clocks down now (NVML clocks event reasons).", GPU + ("reason",)),
+    "opsctl_gpu_clock_violation_seconds_total": ("counter", "Time the clocks were held below target by this policy (NVML violation status).", GPU + ("policy",)),
+    "opsctl_gpu_ecc_corrected_errors_total": ("counter", "Corrected (single-bit) ECC errors; volatile since the last driver load, aggregate for the GPU's life.", GPU + ("counter",)),
+    "opsctl_gpu_ecc_uncorrected_errors_total": ("counter", "Uncorrected (double-bit) ECC errors; volatile since the last driver load, aggregate for the GPU's life.", GPU + ("counter",)),
+    "opsctl_gpu_remapped_rows": ("gauge", "HBM rows remapped, by the kind of error that caused it.", GPU + ("cause",)),
+    "opsctl_gpu_row_remap_pending": ("gauge", "1 when a row remap waits for a GPU reset.", GPU),
+    "opsctl_gpu_row_remap_failed": ("gauge", "1 when a row remap failed (no spare rows left).", GPU),
+    "opsctl_gpu_retired_pages": ("gauge", "Retired memory pages, by cause (GPUs that retire pages instead of remapping rows).", GPU + ("cause",)),
+    "opsctl_gpu_retired_pages_pending": ("gauge", "1 when a page retirement waits for a reboot.", GPU),
+    "opsctl_gpu_fabric_state": ("gauge", "1 for the GPU's NVLink fabric registration state.", GPU + ("state",)),
+    "opsctl_gpu_fabric_health": ("gauge", "1 for the fabric health summary NVML gives for this GPU.", GPU + ("health",)),
+    "opsctl_gpu_fabric_health_flag": ("gauge", "1 when this fabric health-mask bit is set; absent when the GPU does not report it.", GPU + ("flag",)),
+    "opsctl_gpu_xid_events_total": ("counter", "XID events since the exporter started, by code (known codes start at 0).", GPU + ("xid",)),
+    "opsctl_gpu_xid_last_seen_timestamp_seconds": ("gauge", "Unix time the GPU last logged this XID.", GPU + ("xid",)),
+    # NVLink, per port
+    "opsctl_nvlink_up": ("gauge", "1 when the NVLink link is active, 0 when down.", LINK),
+    **{name: ("counter", text, LINK) for name, text in LINK_COUNTERS.values()},
+    "opsctl_nvlink_effective_bit_error_ratio": ("gauge", "Effective BER after forward error correction (NVLink 5).", LINK),
+    "opsctl_nvlink_symbol_bit_error_ratio": ("gauge", "Symbol BER before forward error correction (NVLink 5).", LINK),
+    # the last burn-in (docs/probe-output.md run document)
+    "opsctl_gpu_burnin_verdict": ("gauge", "1 for the verdict of the GPU's last burn-in (worst of its checks).", GPU + ("verdict",)),
+    "opsctl_gpu_burnin_gemm_operations_per_second": ("gauge", "Median GEMM throughput of the last burn-in, floating-point operations per second.", GPU + ("dtype",)),
+    "opsctl_gpu_burnin_memory_bytes_per_second": ("gauge", "Memory bandwidth of the last burn-in.", GPU),
+    "opsctl_gpu_burnin_timestamp_seconds": ("gauge", "Unix time the last burn-in finished.", GPU),
+    # the tray and the exporter itself
+    "opsctl_tray_gpus_expected": ("gauge", "GPUs the tray's model has.", TRAY),
+    "opsctl_tray_gpus_visible": ("gauge", "GPUs NVML enumerates on the tray.", TRAY),
+    "opsctl_exporter_up": ("gauge", "1 when the exporter has NVML open on the tray and its XID watcher runs.", TRAY),
+    "opsctl_exporter_collect_duration_seconds": ("gauge", "How long the GPU's latest read took.", GPU),
+    "opsctl_exporter_collect_errors_total": ("counter", "Reads of the GPU in which an NVML call failed (other than not supported) or the read crashed.", GPU),
+    "opsctl_exporter_xid_watch_errors_total": ("counter", "Errors of the tray's XID event watcher.", TRAY),
+    "opsctl_exporter_burnin_result_errors_total": ("counter", "Burn-in result files that could not be read.", ()),
+}
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def link_counter_metric(counter):
+    """The metric name of a reader link counter (new counters get a name of their own)."""
+    known = LINK_COUNTERS.get(counter)
+    if known:
+        return known[0]
+    name = f"opsctl_nvlink_{counter}_total"
+    return name if _NAME.fullmatch(name) else None
+
+
+class RackCollector:
+    """A prometheus_client collector over tray pollers: every scrape builds fresh families from
+    the latest readings; it never calls NVML itself, so it never blocks on a GPU."""
+
+    def __init__(self, pollers, burnin=None):
+        self.pollers = list(pollers)
+        self.burnin = burnin
+
+    def describe(self):
+        return []  # no collect at registration: there may be no reading yet
+
+    def collect(self):
+        now = time.time()
+        families = _new_families()
+        for poller in self.pollers:
+            tray = poller.sample(now)
+            burnin = self.burnin.for_tray(tray.tray) if self.burnin is not None else None
+            _add_tray(families, tray, burnin)
+        if self.burnin is not None and self.burnin.path is not None:
+            families["opsctl_exporter_burnin_result_errors_total"].add_metric([], self.burnin.errors)
+        return [family for family in families.values() if family.samples]
+
+
+def _new_families():
+    families = {}
+    for name, (kind, text, labels) in METRICS.items():
+        family_class = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+        families[name] = family_class(name, text, labels=list(labels))
+    return families
+
+
+def _add_tray(families, tray, burnin):
+    labels = [tray.rack, tray.tray]
+    families["opsctl_exporter_up"].add_metric(labels, 1 if tray.up else 0)
+    families["opsctl_exporter_xid_watch_errors_total"].add_metric(labels, tray.xid_watch_errors)
+    if tray.expected_gpus is not None:
+        families["opsctl_tray_gpus_expected"].add_metric(labels, tray.expected_gpus)
+    if tray.visible_gpus is not None:
+        families["opsctl_tray_gpus_visible"].add_metric(labels, tray.visible_gpus)
+    for gpu in tray.gpus:
+        gpu_burnin = burnin.gpus.get(gpu.index) if burnin is not None else None
+        _add_gpu(families, tray, gpu, gpu_burnin, burnin)
+
+
+def _add_gpu(families, tray, gpu, gpu_burnin, burnin):
+    identity = gpu.identity
+    uuid = (identity.uuid if identity is not None else None) or ""
+    labels = [tray.rack, tray.tray, str(gpu.index), uuid]
+    families["opsctl_gpu_info"].add_metric(labels + _identity_labels(identity, tray.driver_version), 1)
+    families["opsctl_gpu_up"].add_metric(labels, 1 if gpu.status == "ok" else 0)
+    for status in GPU_STATUSES:
+        families["opsctl_gpu_status"].add_metric(labels + [status], 1 if gpu.status == status else 0)
+    families["opsctl_exporter_collect_errors_total"].add_metric(labels, gpu.collect_errors)
+    if gpu.age_s is not None:
+        families["opsctl_gpu_reading_age_seconds"].add_metric(labels, gpu.age_s)
+        families["opsctl_exporter_collect_duration_seconds"].add_metric(labels, gpu.reading.read_seconds)
+    for code, (count, last_seen) in sorted(gpu.xids.items()):
+        families["opsctl_gpu_xid_events_total"].add_metric(labels + [str(code)], count)
+        if last_seen is not None:
+            families["opsctl_gpu_xid_last_seen_timestamp_seconds"].add_metric(labels + [str(code)], last_seen)
+    # A result for another board in this slot (the GPU was swapped since) is not this GPU's.
+    if gpu_burnin is not None and (not uuid or not gpu_burnin.uuid or gpu_burnin.uuid == uuid):
+        _add_burnin(families, labels, gpu_burnin, burnin.finished)
+    if gpu.status == "ok":
+        _add_health(families, labels, gpu.reading)
+        _add_links(families, labels, gpu.reading.links, tray.switch_of, gpu.index)
+
+
+def _identity_labels(identity, driver_version):
+    """The values of INFO after GPU's labels; "" for what NVML has not told (yet)."""
+    def of(name):
+        return getattr(identity, name, None)
+
+    platform = of("platform") or {}
+    values = [of("name"), of("serial"), of("pci_bus_id"), driver_version, of("vbios"), of("inforom"), of("module_id"),
+              platform.get("chassis_serial"), platform.get("slot"), platform.get("tray_index")]
+    return ["" if value is None else str(value) for value in values]
+
+
+def _add_burnin(families, labels, result, finished):
+    for verdict in VERDICT_ORDER:
+        families["opsctl_gpu_burnin_verdict"].add_metric(labels + [verdict], 1 if result.verdict == verdict else 0)
+    for dtype, flops in sorted(result.gemm_flops.items()):
+        families["opsctl_gpu_burnin_gemm_operations_per_second"].add_metric(labels + [dtype], flops)
+    if result.memory_bytes_per_second is not None:
+        families["opsctl_gpu_burnin_memory_bytes_per_second"].add_metric(labels, result.memory_bytes_per_second)
+    families["opsctl_gpu_burnin_timestamp_seconds"].add_metric(labels, finished)
+
+
+def _add_health(families, labels, r):
+    def put(name, value, scale=1.0):
+        if value is not None:
+            families[name].add_metric(labels, value * scale)
+
+    put("opsctl_gpu_temperature_celsius", r.temperature_c)
+    put("opsctl_gpu_power_watts", r.power_w)
+    put("opsctl_gpu_power_limit_watts", r.power_limit_w)
+    put("opsctl_gpu_energy_joules_total", r.energy_j)
+    put("opsctl_gpu_sm_clock_hertz", r.sm_clock_mhz, 1e6)
+    put("opsctl_gpu_sm_clock_max_hertz", r.sm_clock_max_mhz, 1e6)
+    put("opsctl_gpu_memory_clock_hertz", r.mem_clock_mhz, 1e6)
+    if r.clocks_event_reasons is not None:
+        active = set(r.clocks_event_reasons)
+        for reason in CLOCK_EVENT_REASONS:
+            families["opsctl_gpu_clocks_event_reason"].add_metric(labels + [reason], 1 if reason in active else 0)
+    for policy, seconds in sorted(r.violation_s.items()):
+        families["opsctl_gpu_clock_violation_seconds_total"].add_metric(labels + [policy], seconds)
+    for key, count in sorted(r.ecc.items()):
+        kind, counter = key.split("_", 1)  # corrected_volatile, uncorrected_aggregate, …
+        families[f"opsctl_gpu_ecc_{kind}_errors_total"].add_metric(labels + [counter], count)
+    if r.remapped_rows is not None:
+        rows = r.remapped_rows
+        families["opsctl_gpu_remapped_rows"].add_metric(labels + ["correctable"], rows["corrected"])
+        families["opsctl_gpu_remapped_rows"].add_metric(labels + ["uncorrectable"], rows["uncorrected"])
+        put("opsctl_gpu_row_remap_pending", int(rows["pending"]))
+        put("opsctl_gpu_row_remap_failed", int(rows["failure"]))
+    if r.retired_pages is not None:
+        pages = r.retired_pages
+        for cause in ("single_bit", "double_bit"):
+            if pages.get(cause) is not None:
+                families["opsctl_gpu_retired_pages"].add_metric(labels + [cause], pages[cause])
+        if pages.get("pending") is not None:
+            put("opsctl_gpu_retired_pages_pending", int(pages["pending"]))
+    if r.fabric is not None:
+        _add_fabric(families, labels, r.fabric)
+
+
+def _add_fabric(families, labels, fabric):
+    for state in FABRIC_STATES.values():
+        families["opsctl_gpu_fabric_state"].add_metric(labels + [state], 1 if fabric["state"] == state else 0)
+    for summary in FABRIC_SUMMARIES.values():
+        families["opsctl_gpu_fabric_health"].add_metric(labels + [summary], 1 if fabric["summary"] == summary else 0)
+    for flag in FABRIC_HEALTH_FLAGS:
+        value = fabric["health"].get(flag)
+        if value is not None:
+            families["opsctl_gpu_fabric_health_flag"].add_metric(labels + [flag], 1 if value else 0)
+
+
+def _add_links(families, gpu_labels, links, switch_of, gpu_index):
+    up = families["opsctl_nvlink_up"]
+    effective_ber = families["opsctl_nvlink_effective_bit_error_ratio"]
+    symbol_ber = families["opsctl_nvlink_symbol_bit_error_ratio"]
+    for link in links:
+        labels = gpu_labels + [str(link.port), switch_of.get((gpu_index, link.port), "")]
+        if link.state is not None:
+            up.add_metric(labels, 1 if link.state == "up" else 0)
+        for counter, value in link.counters.items():
+            name = link_counter_metric(counter)
+            if name is None:
+                continue
+            if name not in families:  # a counter the reader learned after this module was written
+                families[name] = CounterMetricFamily(name, f"NVLink {counter.replace('_', ' ')} (from the NVML reader).", labels=list(LINK))
+            families[name].add_metric(labels, value)
+        if link.effective_ber is not None:
+            effective_ber.add_metric(labels, link.effective_ber)
+        if link.symbol_ber is not None:
+            symbol_ber.add_metric(labels, link.symbol_ber)

@@ -1,0 +1,179 @@
+"""Reading one tray's GPUs in the background, so that a scrape never waits for NVML.
+
+Why a background loop and not per-scrape reads with deadlines: an NVML call on a sick GPU can
+hang for seconds or for good, and it cannot be cancelled. Per-scrape reads would start a new
+call on the hung GPU at every scrape and leave one more stuck thread behind each time; reading
+a 72-GPU simulated rack also takes seconds of CPU, which no scrape should pay. Here each GPU
+has one reader thread that reads, publishes the reading and sleeps: a hung call stalls that
+GPU's thread alone (at most one stuck thread per GPU), the other GPUs keep reporting, and
+a scrape only renders the latest readings, whose age it publishes. A GPU whose reading is
+older than `stale_after` shows as `stale` and not up.
+
+A tray that cannot be opened (NVML not initialised yet, driver gone) shows as down with the
+reason, and is retried every interval.
+"""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from probes.nvml_reader import NvmlReader
+
+from exporters.xid_catalog import XIDS
+from exporters.xid_counts import XidCounts
+
+log = logging.getLogger("opsctl.exporter")
+
+GPU_STATUSES = ("ok", "lost", "stale", "starting")
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """What a scrape sees of one GPU: its latest reading and how it stands."""
+
+    index: int
+    status: str  # one of GPU_STATUSES
+    reading: object  # probes.nvml_reader.GpuReading, or None before the first read
+    identity: object  # the latest reading that carried identity (uuid, serial, …), or None
+    age_s: float | None  # seconds since the reading was taken
+    collect_errors: int  # reads that hit an NVML error (other than not-supported) or crashed
+    xids: dict  # xid -> (count, last seen unix time or None)
+
+
+@dataclass(frozen=True)
+class TraySample:
+    rack: str
+    tray: str
+    up: bool  # NVML open and the XID watcher running
+    down_reason: str | None
+    expected_gpus: int | None
+    visible_gpus: int | None  # what NVML enumerates
+    gpus: tuple  # GpuSample
+    xid_watch_errors: int
+    switch_of: dict  # (gpu index, port) -> remote switch chip id
+    driver_version: str | None
+
+
+class _GpuSlot:
+    """The latest state of one GPU, written by its reader thread only."""
+
+    def __init__(self, index):
+        self.index = index
+        self.reading = None
+        self.identity = None
+        self.read_started = None  # time.time() of the read in flight, None between reads
+        self.collect_errors = 0
+        self.logged = set()
+
+
+class TrayPoller:
+    def __init__(self, rack, tray, nvml, interval_s=10.0, stale_after_s=None, expected_gpus=None,
+                 switch_of=None, down_reason=None):
+        self.rack = rack
+        self.tray = tray
+        self.nvml = nvml
+        self.interval_s = interval_s
+        self.stale_after_s = stale_after_s if stale_after_s is not None else 3 * interval_s
+        self.expected_gpus = expected_gpus
+        self.switch_of = dict(switch_of or {})
+        self.down_reason = down_reason  # set from the start for a tray known to be unreachable
+        self._reader = None
+        self._xids = None
+        self._driver_version = None
+        self._slots = []
+        self._stop = threading.Event()
+        self._threads = []
+
+    # --- life cycle ------------------------------------------------------------------------
+    def start(self):
+        if self.down_reason is None:
+            self._spawn(self._open_and_read, f"tray-{self.tray}")
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._xids is not None:
+            self._xids.stop()
+
+    def _spawn(self, target, name, *args):
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _open_and_read(self):
+        while not self._stop.is_set():
+            try:
+                self._open()
+                break
+            except self.nvml.NVMLError as error:
+                self.down_reason = f"cannot open NVML: {error}"
+                log.warning("%s/%s: %s; retrying every %s s", self.rack, self.tray, self.down_reason, self.interval_s)
+                self._stop.wait(self.interval_s)
+        for slot in self._slots:
+            self._spawn(self._read_forever, f"gpu-{self.tray}-{slot.index}", slot)
+
+    def _open(self):
+        self.nvml.nvmlInit()
+        reader = NvmlReader(self.nvml)
+        xids = XidCounts(self.nvml, reader.handles, known_codes=XIDS).start()
+        self._driver_version = reader.system().get("driver_version")
+        self._slots = [_GpuSlot(i) for i in range(reader.count)]
+        self._reader, self._xids = reader, xids
+        self.down_reason = None
+
+    def _read_forever(self, slot):
+        while not self._stop.is_set():
+            started = time.time()
+            slot.read_started = started
+            try:
+                # Identity until NVML has given it once; then only what changes.
+                reading = self._reader.read_gpu(slot.index, identity=slot.identity is None)
+                if reading.uuid is not None:
+                    slot.identity = reading
+                if reading.errors and not reading.lost:
+                    slot.collect_errors += 1
+                    self._log_once(slot, "; ".join(f"{call}: {error}" for call, error in sorted(reading.errors.items())))
+                slot.reading = reading
+            except Exception as error:  # a reader bug or an unexpected library error: keep going
+                slot.collect_errors += 1
+                self._log_once(slot, f"read failed: {type(error).__name__}: {error}")
+            slot.read_started = None
+            self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
+
+    def _log_once(self, slot, message):
+        if message not in slot.logged:
+            slot.logged.add(message)
+            log.warning("%s/%s gpu%d: %s", self.rack, self.tray, slot.index, message)
+
+    # --- what a scrape sees --------------------------------------------------------------------
+    def sample(self, now=None):
+        now = time.time() if now is None else now
+        xids = self._xids.snapshot() if self._xids is not None else {}
+        gpus = tuple(self._gpu_sample(slot, now, xids.get(slot.index, {})) for slot in self._slots)
+        up = self.down_reason is None and self._xids is not None and self._xids.running
+        return TraySample(
+            rack=self.rack, tray=self.tray, up=up,
+            down_reason=self.down_reason or (None if up else "starting"),
+            expected_gpus=self.expected_gpus,
+            visible_gpus=self._reader.count if self._reader is not None else (0 if self.down_reason else None),
+            gpus=gpus,
+            xid_watch_errors=self._xids.watch_errors if self._xids is not None else 0,
+            switch_of=self.switch_of,
+            driver_version=self._driver_version,
+        )
+
+    def _gpu_sample(self, slot, now, xids):
+        reading, in_flight = slot.reading, slot.read_started
+        age = None if reading is None else max(0.0, now - reading.time)
+        if reading is None:
+            waited = 0.0 if in_flight is None else now - in_flight
+            status = "stale" if waited > self.stale_after_s else "starting"
+        elif age > self.stale_after_s:
+            status = "stale"  # the reader thread is stuck in a call
+        elif reading.lost:
+            status = "lost"
+        else:
+            status = "ok"
+        return GpuSample(index=slot.index, status=status, reading=reading, identity=slot.identity,
+                         age_s=age, collect_errors=slot.collect_errors, xids=xids)

@@ -1,0 +1,62 @@
+"""XIDs as counters: an XidWatcher runs for the exporter's whole life, and every event it
+delivers adds one to its GPU's count for that code and moves the code's last-seen time.
+
+dcgm-exporter publishes the last XID as a gauge, which sticks at the old code and hides a
+second event of the same code; a counter per code shows every event, `increase()` works on it,
+and a restart of the exporter is a counter reset Prometheus already understands.
+"""
+
+import threading
+
+from probes.nvml_reader import XidWatcher
+
+
+class XidCounts:
+    def __init__(self, nvml, handles, known_codes=(), poll_ms=200):
+        self._watcher = XidWatcher(nvml, handles, poll_ms=poll_ms)
+        self._lock = threading.Lock()
+        # (gpu index, xid) -> [count, last seen unix time or None]
+        self._counts = {(gpu, code): [0, None] for gpu in range(len(handles)) for code in known_codes}
+        self.watch_errors = 0
+        self.unattributed = 0  # events NVML delivered for a device the watcher could not name
+
+    def start(self):
+        self._watcher.start()
+        return self
+
+    def stop(self):
+        self._watcher.stop()
+
+    @property
+    def running(self):
+        thread = self._watcher._thread
+        return thread is not None and thread.is_alive()
+
+    def _take_new(self):
+        """Move what the watcher collected since last time into the counts.
+
+        The watcher only ever appends to its lists (from its own thread); taking the first n
+        and deleting them leaves anything appended meanwhile for the next call, and keeps the
+        lists from growing for as long as the exporter runs."""
+        events, errors = self._watcher.events, self._watcher.errors
+        n, e = len(events), len(errors)
+        new = events[:n]
+        del events[:n]
+        del errors[:e]
+        self.watch_errors += e
+        for event in new:
+            if event["gpu"] is None:
+                self.unattributed += 1
+                continue
+            entry = self._counts.setdefault((event["gpu"], event["xid"]), [0, None])
+            entry[0] += 1
+            entry[1] = event["time"]
+
+    def snapshot(self):
+        """{gpu index: {xid: (count, last seen or None)}}; safe to call from any scrape."""
+        with self._lock:
+            self._take_new()
+            by_gpu = {}
+            for (gpu, code), (count, last) in self._counts.items():
+                by_gpu.setdefault(gpu, {})[code] = (count, last)
+            return by_gpu

@@ -1,0 +1,176 @@
+"""`opsctl exporter`: Prometheus metrics of a tray's GPUs, or of every GPU of a simulated rack;
+`opsctl exporter rules`: the alert rules with runbook links for your site.
+
+This command builds what reads the hardware — pynvml on a tray of real GPUs, the simulator
+(one SimNvml per tray over one simulated rack) for a `sim` rack — and hands it to exporters/,
+which cannot tell them apart.
+"""
+
+import logging
+import signal
+import socket
+import sys
+
+import click
+
+from exporters.alert_rules import write_rule_files
+from exporters.server import Exporter
+from exporters.tray_poller import TrayPoller
+from opsctl.backend import sim_spec_for, topology_for
+from opsctl.cli.context import inventory_from, rack_from
+from opsctl.cli.output import json_option, print_json
+from opsctl.errors import InputError
+
+
+@click.group("exporter", invoke_without_command=True)
+@click.option("--rack", help="A rack of the inventory. Simulated: serve all its GPUs. Real GPUs: this host is one of its trays.")
+@click.option("--tray", help="The tray to serve (default for real GPUs: the inventory host named like this host).")
+@click.option("--listen", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=9400, show_default=True, help="Port; 0 takes a free one (printed at start).")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds between two reads of a GPU.")
+@click.option("--stale-after", type=click.FloatRange(min=0.1), help="A GPU whose latest reading is older is shown stale, not up [default: 3 × interval].")
+@click.option("--burnin-result", type=click.Path(), help="The tray probe's run document, or a directory of them (docs/probe-output.md).")
+@json_option
+@click.pass_context
+def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result, as_json):
+    """Serve Prometheus metrics of this tray's GPUs (or of a simulated rack) on /metrics."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rack, trays = _rack_and_trays(ctx, rack, tray)
+    pollers, backend = _pollers(rack, trays, interval, stale_after)
+    exporter = Exporter(pollers, listen=listen, port=port, burnin_path=burnin_result, refresh_s=interval)
+    _log_to_stderr()
+    try:
+        exporter.start()
+    except OSError as error:
+        raise InputError(f"cannot listen on {listen} port {port}: {error.strerror or error}") from None
+    shown_host = f"[{listen}]" if ":" in listen else listen
+    document = {
+        "url": f"http://{shown_host}:{exporter.port}/metrics",
+        "listen": listen,
+        "port": exporter.port,
+        "rack": rack.name,
+        "backend": backend,
+        "trays": [p.tray for p in pollers],
+        "down_trays": {p.tray: p.down_reason for p in pollers if p.down_reason},
+        "interval_s": interval,
+        "stale_after_s": pollers[0].stale_after_s,
+        "burnin_result": burnin_result,
+    }
+    if as_json:
+        print_json(document)
+    else:
+        click.echo(f"opsctl exporter: {rack.name} ({backend}, {len(pollers)} tray(s)) on {document['url']}; Ctrl-C stops")
+    sys.stdout.flush()
+    signal.signal(signal.SIGTERM, lambda *_: exporter.stop())
+    try:
+        while not exporter.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass  # stopping an exporter is its normal end
+    finally:
+        exporter.stop()
+    return 0
+
+
+@command.command("rules")
+@click.option("-o", "--output", "directory", required=True, type=click.Path(file_okay=False), help="Directory to write the rule files into.")
+@click.option("--runbook-base", help="Where runbooks/ lives for your operators, e.g. https://git.example.com/ops/opsctl/blob/main.")
+@json_option
+def rules(directory, runbook_base, as_json):
+    """Write the alert rule files, with runbook links under --runbook-base."""
+    try:
+        written = write_rule_files(directory, runbook_base)
+    except OSError as error:
+        raise InputError(f"cannot write rule files into {directory}: {error.strerror or error}") from None
+    if as_json:
+        print_json({"directory": directory, "runbook_base": runbook_base, "files": [str(p) for p in written]})
+    else:
+        for path in written:
+            click.echo(str(path))
+
+
+def _rack_and_trays(ctx, rack_name, tray):
+    """The rack and the compute trays to serve."""
+    if rack_name:
+        rack = rack_from(ctx, rack_name)
+    else:
+        rack, tray = _this_host(ctx, tray)
+    gpu_trays = rack.model.compute_tray_names()
+    if tray is not None and tray not in gpu_trays:
+        raise InputError(f"tray {tray!r} of {rack.name} holds no GPUs (compute trays: {gpu_trays[0]} … {gpu_trays[-1]})")
+    if rack.backend == "sim":
+        return rack, [tray] if tray else gpu_trays
+    if tray is None:
+        tray = _this_host(ctx, None, rack)[1]
+    return rack, [tray]
+
+
+def _this_host(ctx, tray, only_rack=None):
+    """The rack and tray whose inventory host is this machine."""
+    names = {socket.gethostname(), socket.gethostname().split(".")[0], socket.getfqdn()}
+    inventory = inventory_from(ctx)
+    racks = [only_rack] if only_rack else inventory.racks.values()
+    for rack in racks:
+        for candidate in rack.trays:
+            if (candidate.host in names or candidate.address in names) and (tray is None or candidate.name == tray):
+                return rack, candidate.name
+    where = f"rack {only_rack.name}" if only_rack else "any rack"
+    raise InputError(f"this host ({socket.gethostname()}) is not a tray of {where} in {inventory.source}; "
+                     "say --rack RACK --tray TRAY (`--rack rack07` serves the built-in simulated rack)")
+
+
+def _pollers(rack, trays, interval, stale_after):
+    topology = topology_for(rack)
+    expected = rack.model.gpus_per_tray
+    switches = _switch_chips(rack, topology)
+    spec = sim_spec_for(rack, topology)
+    if spec is not None:
+        from probes.sim import SimNvml, SimRack
+
+        sim_rack = SimRack(spec)
+        pollers = []
+        for tray in trays:
+            unreachable = spec.tray(tray).unreachable
+            pollers.append(TrayPoller(
+                rack.name, tray, None if unreachable else SimNvml(sim_rack, tray), interval, stale_after, expected,
+                switches.get(tray), down_reason="unreachable (simulated fault)" if unreachable else None))
+        return pollers, "sim"
+    return [TrayPoller(rack.name, trays[0], _real_nvml(), interval, stale_after, expected, switches.get(trays[0]))], "nvml"
+
+
+def _real_nvml():
+    """pynvml, once we know its library loads (a driver that is not up yet is retried later)."""
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError_LibraryNotFound:
+        raise InputError("no NVML library on this host (no NVIDIA driver); "
+                         "`opsctl exporter --rack rack07` serves the built-in simulated rack") from None
+    except pynvml.NVMLError:
+        return pynvml  # the tray shows as down with the reason, and is retried
+    pynvml.nvmlShutdown()
+    return pynvml
+
+
+def _switch_chips(rack, topology):
+    """tray -> {(gpu index on the tray, port): switch chip id} from the rack's cabling."""
+    model = rack.model
+    chips = {}
+    for rack_index in range(model.gpus):
+        tray = model.gpu_tray(rack_index)
+        local = rack_index % model.gpus_per_tray
+        for port in range(model.nvlink_ports):
+            link = topology.link_for(model.gpu_id(rack.name, rack_index), port)
+            chips.setdefault(tray, {})[(local, port)] = link.switch
+    return chips
+
+
+def _log_to_stderr():
+    logger = logging.getLogger("opsctl.exporter")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("opsctl exporter: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)

@@ -1,0 +1,74 @@
+"""`opsctl exporter` as users meet it: rule files for their site, and one-line errors."""
+
+import socket
+import subprocess
+
+import pynvml
+import pytest
+import yaml
+
+from exporters.alert_rules import rule_files, runbook_file
+from tests.conftest import assert_one_line_error
+
+NVML_RACK = """
+all:
+  children:
+    rack12:
+      vars: {opsctl_model: gb200-nvl72, opsctl_backend: nvml}
+      hosts:
+        rack12-ct[01:18]:
+"""
+
+
+def runbook_urls(path):
+    return [rule["annotations"]["runbook_url"] for group in yaml.safe_load(path.read_text())["groups"]
+            for rule in group["rules"] if "alert" in rule]
+
+
+@pytest.mark.parametrize("base", ["https://git.example.com/ops/opsctl/blob/main/", "https://wiki.example.com/x?page=ops #1: runbooks"])
+def test_rules_are_written_with_the_sites_runbook_base(opsctl, tmp_path, base):
+    result = opsctl("exporter", "rules", "-o", tmp_path / "rules", "--runbook-base", base, "--json")
+    assert result.code == 0, result.err
+    written = [tmp_path / "rules" / p.name for p in rule_files()]
+    assert result.json()["files"] == [str(p) for p in written]
+    check = subprocess.run(["promtool", "check", "rules", *written], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    for shipped, copy in zip(rule_files(), written):
+        urls = runbook_urls(copy)
+        assert urls == [base.rstrip("/") + "/" + url for url in runbook_urls(shipped)]
+        assert [runbook_file(url) for url in urls] == [runbook_file(url) for url in runbook_urls(shipped)]
+
+
+def test_rules_need_a_directory(opsctl, tmp_path):
+    (tmp_path / "taken").write_text("")
+    assert_one_line_error(opsctl("exporter", "rules", "-o", tmp_path / "taken"), 2, "is a file")
+    assert_one_line_error(opsctl("exporter", "rules", "-o", tmp_path / "taken" / "rules"), 2, "cannot write rule files")
+
+
+def test_bad_racks_and_trays_are_one_line_errors(opsctl, tmp_path):
+    assert_one_line_error(opsctl("exporter", "--rack", "rack99"), 2, "unknown rack 'rack99'")
+    assert_one_line_error(opsctl("exporter", "--rack", "rack07", "--tray", "st1"), 2, "holds no GPUs")
+    assert_one_line_error(opsctl("exporter", "--rack", "rack07", "--port", "70000"), 2, "--port")
+    assert_one_line_error(opsctl("exporter"), 2, "is not a tray of any rack", "--rack rack07")
+
+
+def test_a_taken_port_is_a_one_line_error(opsctl):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = opsctl("exporter", "--rack", "hgx01", "--listen", "127.0.0.1", "--port", port)
+    assert_one_line_error(result, 2, f"cannot listen on 127.0.0.1 port {port}")
+
+
+def test_real_gpus_without_a_driver_point_to_the_simulator(opsctl, tmp_path):
+    try:
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        pytest.skip("this machine has an NVIDIA driver")
+    except pynvml.NVMLError:
+        pass
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(NVML_RACK)
+    result = opsctl("--inventory", inventory, "exporter", "--rack", "rack12", "--tray", "ct03")
+    assert_one_line_error(result, 2, "no NVML library", "--rack rack07")

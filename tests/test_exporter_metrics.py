@@ -1,0 +1,180 @@
+"""The exporter over the simulator: what a scrape shows, and that no GPU can block or break it."""
+
+import json
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+import pytest
+
+from probes.sim import SimNvml
+from tests.conftest import REPO
+
+
+def values(samples, name, **labels):
+    """Values of `name` whose labels include `labels`, in label order."""
+    want = {k: str(v) for k, v in labels.items()}
+    found = [(sorted(ls), v) for (n, ls), v in samples.items() if n == name and want.items() <= dict(ls).items()]
+    return [v for _, v in sorted(found)]
+
+
+def value(samples, name, **labels):
+    found = values(samples, name, **labels)
+    assert len(found) == 1, (name, labels, found)
+    return found[0]
+
+
+def all_up(count):
+    return lambda samples: sum(values(samples, "opsctl_gpu_up")) == count
+
+
+def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_exporter):
+    text = (REPO / "opsctl/data/scenarios/rack07-seeded.yaml").read_text()
+    served = sim_exporter(text, at_s=100, interval=60)
+    samples = served.wait_for(all_up(72), timeout=60)
+    body = served.text()
+    check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
+    assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), check.stdout + check.stderr
+
+    assert len(values(samples, "opsctl_gpu_info")) == 72 and len(values(samples, "opsctl_nvlink_up")) == 1296
+    assert value(samples, "opsctl_gpu_info", tray="ct03", gpu=2) == 1
+    info = next(dict(ls) for (n, ls) in samples if n == "opsctl_gpu_info" and ("tray", "ct03") in ls and ("gpu", "2") in ls)
+    assert info["name"] == "NVIDIA GB200" and info["pci_bus_id"] == "00000018:01:00.0" and info["chassis_serial"]
+    assert info["uuid"].startswith("GPU-") and info["driver_version"] == "570.133.20"
+    # The cable fault and the three links through ct12's bent pins, and nothing else, above 1e-12.
+    bad = {(dict(ls)["tray"], dict(ls)["gpu"], dict(ls)["port"]) for (n, ls), v in samples.items()
+           if n == "opsctl_nvlink_effective_bit_error_ratio" and v > 1e-12}
+    assert ("ct05", "1", "7") in bad and len(bad) == 4 and sum(1 for t, _, _ in bad if t == "ct12") == 3
+    assert value(samples, "opsctl_nvlink_effective_bit_error_ratio", tray="ct05", gpu=1, port=7) == pytest.approx(3e-11)
+    # The flapping link has gone down at 2, 32, 62 and 92 s.
+    assert value(samples, "opsctl_nvlink_recoveries_failed_total", tray="ct07", gpu=0, port=13) == 4
+    assert values(samples, "opsctl_gpu_row_remap_pending").count(1) == 1
+    assert value(samples, "opsctl_gpu_row_remap_pending", tray="ct17", gpu=1) == 1
+    # Base units, and XID counters from the start for every GPU.
+    assert value(samples, "opsctl_gpu_sm_clock_hertz", tray="ct01", gpu=0) == 345e6
+    assert value(samples, "opsctl_gpu_power_limit_watts", tray="ct01", gpu=0) == 1200
+    assert values(samples, "opsctl_gpu_xid_events_total", xid=145) == [0] * 72
+    assert value(samples, "opsctl_gpu_fabric_state", tray="ct01", gpu=0, state="completed") == 1
+    assert set(values(samples, "opsctl_exporter_up")) == {1} and set(values(samples, "opsctl_tray_gpus_visible")) == {4}
+
+
+def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_topology):
+    scenario = ("faults:\n"
+                "  - {kind: xid, gpu: gpu2, xid: 48, at_s: 1.5, repeat_s: 0.3, count: 3}\n"
+                "  - {kind: xid, gpu: gpu5, xid: 13, at_s: 1.5}\n"
+                "  - {kind: xid, gpu: gpu5, xid: 201, at_s: 1.6}\n")
+    served = sim_exporter(scenario, topology=hgx_topology)
+    started = datetime.now().timestamp()
+    samples = served.wait_for(lambda s: values(s, "opsctl_gpu_xid_events_total", gpu=2, xid=48) == [3]
+                              and values(s, "opsctl_gpu_xid_events_total", gpu=5, xid=201) == [1])
+    assert value(samples, "opsctl_gpu_xid_events_total", gpu=5, xid=13) == 1  # counted, though no alert
+    assert value(samples, "opsctl_gpu_xid_events_total", gpu=0, xid=48) == 0
+    seen = value(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=2, xid=48)
+    assert started < seen <= datetime.now().timestamp()
+    assert values(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=0) == []
+
+
+def test_a_lost_gpu_shows_as_lost_and_the_others_keep_reporting(sim_exporter, hgx_topology):
+    served = sim_exporter("faults:\n  - {kind: gpu_lost, gpu: gpu3, start_s: 1.5}\n", topology=hgx_topology)
+    served.wait_for(all_up(8))
+    samples = served.wait_for(lambda s: values(s, "opsctl_gpu_status", gpu=3, status="lost") == [1])
+    assert value(samples, "opsctl_gpu_up", gpu=3) == 0
+    assert values(samples, "opsctl_gpu_up").count(1) == 7
+    assert values(samples, "opsctl_gpu_temperature_celsius", gpu=3) == []  # no frozen old values
+    assert len(values(samples, "opsctl_gpu_temperature_celsius")) == 7
+    # It keeps its identity, and its fall (XID 79) is counted.
+    uuid = dict(next(ls for (n, ls) in samples if n == "opsctl_gpu_info" and ("gpu", "3") in ls))["uuid"]
+    assert uuid.startswith("GPU-")
+    assert served.wait_for(lambda s: values(s, "opsctl_gpu_xid_events_total", gpu=3, xid=79) == [1])
+
+
+def test_a_hung_nvml_call_stalls_only_its_gpu(sim_exporter, hgx_topology):
+    armed, release = threading.Event(), threading.Event()
+
+    class HangingNvml(SimNvml):
+        """GPU 2's temperature call hangs once armed, until released: what a sick GPU does."""
+
+        def nvmlDeviceGetTemperatureV(self, handle, *args, **kwargs):
+            if armed.is_set() and self.nvmlDeviceGetIndex(handle) == 2:
+                release.wait()
+            return super().nvmlDeviceGetTemperatureV(handle, *args, **kwargs)
+
+    served = sim_exporter(topology=hgx_topology, interval=0.2, stale_after=1.0, nvml_class=HangingNvml)
+    try:
+        served.wait_for(all_up(8))
+        armed.set()
+        samples = served.wait_for(lambda s: values(s, "opsctl_gpu_status", gpu=2, status="stale") == [1])
+        assert value(samples, "opsctl_gpu_up", gpu=2) == 0 and values(samples, "opsctl_gpu_up").count(1) == 7
+        assert value(samples, "opsctl_gpu_reading_age_seconds", gpu=2) > 1.0
+        assert max(v for v in values(samples, "opsctl_gpu_reading_age_seconds") if v <= 1.0) <= 1.0
+        release.set()
+        served.wait_for(all_up(8))
+    finally:
+        release.set()
+
+
+def test_parallel_scrapes_each_get_a_whole_document(sim_exporter, hgx_topology):
+    # Readings change under the scrapes (every 0.3 s); a GPU turns stale only after 30 s.
+    served = sim_exporter(topology=hgx_topology, interval=0.3, stale_after=30)
+    served.wait_for(all_up(8))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        scrapes = list(pool.map(lambda _: served.samples(), range(16)))
+    series = [frozenset(s) for s in scrapes]
+    assert len(set(series)) == 1  # values move between scrapes; the series never do
+    assert len(values(scrapes[0], "opsctl_nvlink_up")) == 8 * 18
+
+
+def test_what_nvml_does_not_support_is_absent_not_zero(sim_exporter, hgx_topology):
+    scenario = ("faults:\n  - {kind: not_supported, gpu: ct03/gpu1, calls: [nvmlDeviceGetPowerUsage],"
+                " fields: [NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER]}\n")
+    samples = sim_exporter(scenario, trays=["ct03"]).wait_for(all_up(4))
+    assert values(samples, "opsctl_gpu_power_watts", gpu=1) == [] and len(values(samples, "opsctl_gpu_power_watts")) == 3
+    assert values(samples, "opsctl_nvlink_effective_bit_error_ratio", gpu=1) == []
+    assert len(values(samples, "opsctl_nvlink_symbol_bit_error_ratio", gpu=1)) == 18
+    assert values(samples, "opsctl_exporter_collect_errors_total") == [0] * 4  # not supported is no error
+    # Hopper: no NVLink 5 fields, no fabric health bits.
+    hopper = sim_exporter(topology=hgx_topology).wait_for(all_up(8))
+    assert values(hopper, "opsctl_nvlink_effective_bit_error_ratio") == []
+    assert values(hopper, "opsctl_nvlink_recoveries_failed_total") == []
+    assert values(hopper, "opsctl_gpu_fabric_health_flag") == []
+    assert len(values(hopper, "opsctl_nvlink_replay_errors_total")) == 8 * 18
+
+
+def run_document(tray, finished, gpus):
+    return {"format": "opsctl-probe/1", "kind": "run", "tray": tray, "started": finished, "finished": finished,
+            "status": "complete", "gpus": gpus, "checks": []}
+
+
+def burnin_gpu(index, tflops, verdicts, uuid=None):
+    return {"index": index, "uuid": uuid, "gemm": {"bf16": {"tflops_median": tflops}, "fp8": {"tflops_median": 2 * tflops}},
+            "membw": {"gbps": 6750.0}, "checks": [{"check": "gemm.bf16", "verdict": v} for v in verdicts]}
+
+
+def test_the_last_burn_in_of_each_gpu(sim_exporter, tmp_path):
+    results = tmp_path / "runs"
+    (results / "older").mkdir(parents=True)
+    (results / "older" / "ct03.json").write_text(json.dumps(run_document("ct03", "2026-11-29T10:00:00Z", [
+        burnin_gpu(0, 1500.0, ["fail"])])))
+    (results / "ct03.json").write_text(json.dumps(run_document("ct03", "2026-11-30T10:00:00Z", [
+        burnin_gpu(0, 1951.2, ["pass", "pass"]),
+        burnin_gpu(1, 1900.0, ["pass", "fail", "warn"]),
+        burnin_gpu(2, 1950.0, []),
+        burnin_gpu(3, 1950.0, ["pass"], uuid="GPU-of-a-board-swapped-out-since"),
+    ])))
+    (results / "snapshot.json").write_text(json.dumps({"format": "opsctl-probe/1", "kind": "snapshot", "tray": "ct03"}))
+    (results / "torn.json").write_text('{"format": "opsctl-probe/1", "kind": "run", "tray"')
+    served = sim_exporter(trays=["ct03"], burnin=results)
+    samples = served.wait_for(all_up(4))
+    assert value(samples, "opsctl_gpu_burnin_gemm_operations_per_second", gpu=0, dtype="bf16") == pytest.approx(1951.2e12)
+    assert value(samples, "opsctl_gpu_burnin_gemm_operations_per_second", gpu=0, dtype="fp8") == pytest.approx(3902.4e12)
+    assert value(samples, "opsctl_gpu_burnin_memory_bytes_per_second", gpu=0) == pytest.approx(6.75e12)
+    assert value(samples, "opsctl_gpu_burnin_timestamp_seconds", gpu=0) == datetime.fromisoformat("2026-11-30T10:00:00+00:00").timestamp()
+    verdicts = {g: [v for v in ("pass", "warn", "fail", "incomplete")
+                    if values(samples, "opsctl_gpu_burnin_verdict", gpu=g, verdict=v) == [1]] for g in range(4)}
+    assert verdicts == {0: ["pass"], 1: ["fail"], 2: ["incomplete"], 3: []}  # nothing judged is no pass
+    assert value(samples, "opsctl_exporter_burnin_result_errors_total") == 1  # the torn file; the snapshot is no error
+    # A newer run replaces it without a restart.
+    (results / "again.json").write_text(json.dumps(run_document("ct03", "2026-11-30T12:00:00Z", [burnin_gpu(0, 1960.0, ["warn"])])))
+    samples = served.wait_for(lambda s: values(s, "opsctl_gpu_burnin_verdict", gpu=0, verdict="warn") == [1])
+    assert values(samples, "opsctl_gpu_burnin_verdict", gpu=1) == []
