@@ -142,7 +142,7 @@ class TrayPoller:
             self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
 
     def _log_once(self, slot, message):
-        if message not in slot.logged:
+        if message not in slot.logged and len(slot.logged) < 100:  # a flood of new messages stops here
             slot.logged.add(message)
             log.warning("%s/%s gpu%d: %s", self.rack, self.tray, slot.index, message)
 

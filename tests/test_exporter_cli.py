@@ -50,6 +50,8 @@ def test_bad_racks_and_trays_are_one_line_errors(opsctl, tmp_path):
     assert_one_line_error(opsctl("exporter", "--rack", "rack07", "--tray", "st1"), 2, "holds no GPUs")
     assert_one_line_error(opsctl("exporter", "--rack", "rack07", "--port", "70000"), 2, "--port")
     assert_one_line_error(opsctl("exporter"), 2, "is not a tray of any rack", "--rack rack07")
+    assert_one_line_error(opsctl("exporter", "--rack", "rack07", "--interval", "5", "--stale-after", "5"), 2,
+                          "must be longer than --interval")
 
 
 def test_a_taken_port_is_a_one_line_error(opsctl):

@@ -72,3 +72,11 @@ def test_xid_alerts_follow_the_catalog_tiers_and_runbooks():
     expected = {code: (xid.tier, xid.runbook) for code, xid in XIDS.items() if xid.tier != "info"}
     assert alerted == expected
     assert {code for code, xid in XIDS.items() if xid.tier == "critical"} >= {48, 62, 64, 74, 79, 95, 119, 120, *range(144, 151)}
+
+
+def test_every_metric_and_alert_is_documented():
+    from exporters.metrics import METRICS
+
+    documented = (RULES_DIR.parent / "README.md").read_text()
+    names = [*METRICS, *(rule["alert"] for _, rule in rules("alert"))]
+    assert [name for name in names if f"`{name}`" not in documented] == []

@@ -36,6 +36,9 @@ def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result,
     """Serve Prometheus metrics of this tray's GPUs (or of a simulated rack) on /metrics."""
     if ctx.invoked_subcommand is not None:
         return
+    if stale_after is not None and stale_after <= interval:
+        raise InputError(f"--stale-after ({stale_after} s) must be longer than --interval ({interval} s): "
+                         "every GPU would show stale between two reads")
     rack, trays = _rack_and_trays(ctx, rack, tray)
     pollers, backend = _pollers(rack, trays, interval, stale_after)
     exporter = Exporter(pollers, listen=listen, port=port, burnin_path=burnin_result, refresh_s=interval)
