@@ -145,7 +145,8 @@ def sim_exporter(rack07_topology):
 
     served = []
 
-    def serve(text="seed: 1\n", topology=None, trays=None, at_s=0.0, interval=0.2, stale_after=None,
+    # Stale only after 30 s by default: a busy test machine must not make a healthy GPU look hung.
+    def serve(text="seed: 1\n", topology=None, trays=None, at_s=0.0, interval=0.2, stale_after=30.0,
               burnin=None, nvml_class=SimNvml):
         spec = compile_rack_spec(scenario_from_text(text), topology or rack07_topology)
         spec.epoch = time.time() - at_s

@@ -55,7 +55,7 @@ def start_exporter(tmp_path):
     (tmp_path / "lab01.yaml").write_text(SCENARIO)
     process = subprocess.Popen(
         [sys.executable, "-m", "opsctl", "--inventory", tmp_path / "inventory.yaml", "exporter", "--rack", "lab01",
-         "--listen", "127.0.0.1", "--port", "0", "--interval", "0.5", "--json"],
+         "--listen", "127.0.0.1", "--port", "0", "--interval", "0.5", "--stale-after", "30", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     text = ""
     for line in process.stdout:  # the start document, then it serves until stopped
@@ -152,7 +152,7 @@ def test_the_dashboards_queries_run_and_the_heatmap_has_every_link(scraped):
         api(scraped, "query", query=as_grafana_sends(expr))  # HTTP 400 on a query Prometheus cannot parse
     heatmap = next(e for e in expressions(dashboard()) if "opsctl:nvlink_fault_bits" in e)
     cells = eventually(lambda: api(scraped, "query", query=as_grafana_sends(heatmap))["result"])
-    assert len(cells) == 8 * 18
+    assert len(cells) == 8 * 18  # every link of the 8 GPUs, healthy ones included
     by_cell = {(c["metric"]["tray_gpu"], c["metric"]["port"]): float(c["value"][1]) for c in cells}
     assert by_cell[("node/gpu3", "2")] >= 4  # the link that is down
     assert {v for cell, v in by_cell.items() if cell[0] != "node/gpu3"} == {0.0}
