@@ -48,6 +48,11 @@ LINK_GAUGE_FIELDS = {
     "symbol_ber": "NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER",
 }
 FEC_HISTORY_BINS = 16
+# Bytes each link carried: the NVLink 5 byte counters, else the older throughput counters (KiB).
+LINK_TRAFFIC_FIELDS = {
+    "tx_bytes": (("NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES", 1), ("NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", 1024)),
+    "rx_bytes": (("NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES", 1), ("NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX", 1024)),
+}
 # The legacy per-link error counter call, used where the DL field is not supported.
 LEGACY_COUNTERS = {
     "crc_errors": "NVML_NVLINK_ERROR_DL_CRC_FLIT",
@@ -108,10 +113,12 @@ class _GpuLost(Exception):
 
 
 class NvmlReader:
-    """Reads every GPU of the tray. Construct after nvmlInit (see `open`)."""
+    """Reads every GPU of the tray. Construct after nvmlInit (probes.backend opens NVML). `now` stamps each
+    reading: the wall clock, or the simulator's clock so that windows are in simulated time."""
 
-    def __init__(self, nvml):
+    def __init__(self, nvml, now=time.time):
         self.nvml = nvml
+        self.now = now
         self.count = nvml.nvmlDeviceGetCount()
         self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(self.count)]
         self._field_ids = {name: getattr(nvml, const) for name, const in {**LINK_COUNTER_FIELDS, **LINK_GAUGE_FIELDS}.items()}
@@ -151,7 +158,7 @@ class NvmlReader:
 
     def read_gpu(self, index, identity=True, links=True):
         started = time.perf_counter()
-        reading = GpuReading(index=index, time=time.time())
+        reading = GpuReading(index=index, time=self.now())
         handle = self.handles[index]
         try:
             if identity:
@@ -166,6 +173,45 @@ class NvmlReader:
 
     def read_all(self, identity=True, links=True):
         return [self.read_gpu(i, identity=identity, links=links) for i in range(self.count)]
+
+    def read_under_load(self, index):
+        """Only temperature, power, clocks and throttle reasons: cheap enough to sample while a
+        load runs."""
+        reading = GpuReading(index=index, time=self.now())
+        try:
+            self._read_load_fields(reading, self.handles[index])
+        except _GpuLost:
+            pass
+        return reading
+
+    def read_link_traffic(self, index):
+        """{port: {"tx_bytes": n, "rx_bytes": n}} from one batched call; a direction NVML does not
+        count on this GPU is None. Empty when the GPU has no NVLink or the call failed."""
+        nvml = self.nvml
+        reading = GpuReading(index=index, time=self.now())
+        handle = self.handles[index]
+        try:
+            count = self._link_count(reading, handle)
+            fields = {const: (getattr(nvml, const), scale) for options in LINK_TRAFFIC_FIELDS.values()
+                      for const, scale in options}
+            requests = [(fid, port) for port in range(count) for fid, _ in fields.values()]
+            values = self._call(reading, "nvmlDeviceGetFieldValues", handle, requests) if requests else None
+        except _GpuLost:
+            return {}
+        if values is None:
+            return {}
+        by_key = {(v.fieldId, v.scopeId): v for v in values}
+        traffic = {}
+        for port in range(count):
+            traffic[port] = {}
+            for name, options in LINK_TRAFFIC_FIELDS.items():
+                traffic[port][name] = None
+                for const, scale in options:
+                    value = by_key.get((fields[const][0], port))
+                    if value is not None and value.nvmlReturn == nvml.NVML_SUCCESS:
+                        traffic[port][name] = _field_number(nvml, value) * scale
+                        break
+        return traffic
 
     def _read_identity(self, reading, handle):
         nvml = self.nvml
@@ -188,22 +234,25 @@ class NvmlReader:
                 "module_id": _byte(info.moduleId),
             }
 
-    def _read_health(self, reading, handle):
+    def _read_load_fields(self, reading, handle):
         nvml = self.nvml
-        temperature = self._call(reading, "nvmlDeviceGetTemperatureV", handle, nvml.NVML_TEMPERATURE_GPU)
-        reading.temperature_c = temperature
+        reading.temperature_c = self._call(reading, "nvmlDeviceGetTemperatureV", handle, nvml.NVML_TEMPERATURE_GPU)
         power = self._call(reading, "nvmlDeviceGetPowerUsage", handle)
         reading.power_w = None if power is None else power / 1000.0
+        reading.sm_clock_mhz = self._call(reading, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM)
+        reasons = self._call(reading, "nvmlDeviceGetCurrentClocksEventReasons", handle)
+        if reasons is not None:
+            reading.clocks_event_reasons = [name for name, const in CLOCK_EVENT_REASONS.items() if reasons & getattr(nvml, const)]
+
+    def _read_health(self, reading, handle):
+        nvml = self.nvml
+        self._read_load_fields(reading, handle)
         limit = self._call(reading, "nvmlDeviceGetEnforcedPowerLimit", handle)
         reading.power_limit_w = None if limit is None else limit / 1000.0
         energy = self._call(reading, "nvmlDeviceGetTotalEnergyConsumption", handle)
         reading.energy_j = None if energy is None else energy / 1000.0
-        reading.sm_clock_mhz = self._call(reading, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM)
         reading.sm_clock_max_mhz = self._call(reading, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM)
         reading.mem_clock_mhz = self._call(reading, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_MEM)
-        reasons = self._call(reading, "nvmlDeviceGetCurrentClocksEventReasons", handle)
-        if reasons is not None:
-            reading.clocks_event_reasons = [name for name, const in CLOCK_EVENT_REASONS.items() if reasons & getattr(nvml, const)]
         for key, policy in (("thermal", nvml.NVML_PERF_POLICY_THERMAL), ("power", nvml.NVML_PERF_POLICY_POWER)):
             status = self._call(reading, "nvmlDeviceGetViolationStatus", handle, policy)
             if status is not None:
@@ -332,7 +381,10 @@ class XidWatcher:
         self._thread = None
         self._set = None
 
-    def start(self):
+    def start(self, poll=True):
+        """Register for XIDs. With poll=False no thread runs: NVML queues the events and `stop`
+        drains them (their times are then the moment of `stop`). That suits a simulated clock
+        moved by hand, which a polling thread would move too."""
         nvml = self.nvml
         self._set = nvml.nvmlEventSetCreate()
         for index, handle in enumerate(self.handles):
@@ -340,8 +392,9 @@ class XidWatcher:
                 nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, self._set)
             except nvml.NVMLError as error:
                 self.errors.append({"gpu": index, "error": f"cannot watch XIDs: {error}"})
-        self._thread = threading.Thread(target=self._run, name="xid-watcher", daemon=True)
-        self._thread.start()
+        if poll:
+            self._thread = threading.Thread(target=self._run, name="xid-watcher", daemon=True)
+            self._thread.start()
         return self
 
     def _run(self):

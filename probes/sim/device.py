@@ -30,6 +30,8 @@ class SimComputeDevice:
     def _check_alive(self):
         if self.gpu.is_lost(self.rack.now()):
             raise DeviceLost(f"{self.gpu.id}: GPU has fallen off the bus")
+        while self.gpu.is_hung(self.rack.now()):
+            self.rack.clock.sleep(3600)  # a wedged GPU: the call never comes back
 
     def tflops_now(self, dtype):
         """What this GPU achieves on a large GEMM of `dtype` at this moment."""
@@ -85,6 +87,9 @@ class SimComputeDevice:
         if usable <= 0:
             raise DeviceLost(f"{self.gpu.id}: no NVLink path to {peer.id}")
         seconds = nbytes / (usable * self.gpu.sku.nvlink_gbps_per_link * 1e9)
+        for links, total, direction in ((self.gpu.links, mine, "tx"), (peer.links, theirs, "rx")):
+            for link in links:
+                link.add_traffic(direction, nbytes * link.bandwidth_factor(t) / total)
         self._spend(seconds)
         return seconds
 

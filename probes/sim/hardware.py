@@ -34,6 +34,10 @@ class SimLink:
         self.baseline["effective"] = rng.randrange(0, 40)
         self.phase = {name: rng.random() for name in (*COUNTERS, "effective", "fec")}
         self.line_rate = NVLINK5_LINE_RATE_BITS if gpu.sku.nvlink_version >= 5 else NVLINK4_LINE_RATE_BITS
+        # Bytes carried by this process's simulated copies, sent and received (NVML's
+        # throughput counters). Copies stripe across a GPU's links by what each delivers.
+        self.traffic = {"tx": 0, "rx": 0}
+        self._traffic_lock = threading.Lock()
 
     # --- state -----------------------------------------------------------------------------
     def is_up(self, t):
@@ -119,6 +123,10 @@ class SimLink:
             bins.append(profiles.count(codewords * p, self.phase["fec"]))
         return bins
 
+    def add_traffic(self, direction, nbytes):
+        with self._traffic_lock:
+            self.traffic[direction] += int(nbytes)
+
     def bandwidth_factor(self, t):
         """Share of the nominal per-link bandwidth this link delivers now."""
         if not self.is_up(t):
@@ -160,6 +168,9 @@ class SimGpu:
     def is_lost(self, t):
         lost = self.lost_at()
         return lost is not None and t >= lost
+
+    def is_hung(self, t):
+        return any(e.kind == "hang" and t >= e.get("start_s", 0.0) for e in self.effects)
 
     def unsupported_calls(self):
         return {c for e in self.effects if e.kind == "not_supported" for c in e.get("calls", [])}
@@ -327,3 +338,10 @@ class SimRack:
     def gpus(self, tray=None):
         trays = [self.trays[tray]] if tray is not None else self.trays.values()
         return [gpu for t in trays for gpu in t.gpus]
+
+
+def allreduce_busbw_gbps(gpus, t):
+    """The bus bandwidth (nccl-tests' definition) an all-reduce over `gpus` reaches at time t
+    through the NVSwitch fabric: every GPU sends and receives its share over all its links at
+    once, so the GPU with the least live NVLink bandwidth sets the pace."""
+    return min(sum(link.bandwidth_factor(t) for link in gpu.links) * gpu.sku.nvlink_gbps_per_link for gpu in gpus)

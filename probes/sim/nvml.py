@@ -51,6 +51,8 @@ _NVLINK5_FIELDS = {
     pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES,
     *(pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0 + k for k in range(FEC_BINS)),
 }
 
@@ -282,6 +284,7 @@ class SimNvml:
         values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
         timestamp = int(self._rack.clock.now() * 1e6)
         unsupported = gpu.unsupported_fields()
+        fec = {}  # port -> its FEC histogram at t: one computation for the call's 16 bins
         for i, field_id in enumerate(fieldIds):
             try:
                 fid, scope = field_id
@@ -293,7 +296,7 @@ class SimNvml:
                 value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
                 continue
             try:
-                kind, number = self._field(gpu, fid, scope, t)
+                kind, number = self._field(gpu, fid, scope, t, fec)
             except pynvml.NVMLError as error:
                 value.nvmlReturn = error.value
                 continue
@@ -307,7 +310,7 @@ class SimNvml:
                 value.value.ullVal = number
         return values
 
-    def _field(self, gpu, fid, scope, t):
+    def _field(self, gpu, fid, scope, t, fec):
         ull = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
         if fid == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, len(gpu.links)
@@ -329,6 +332,10 @@ class SimNvml:
             return ull, link.counter("recovery", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC:
             return ull, link.counter("crc", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+            return ull, link.traffic["tx"] // 1024  # KiB
+        if fid == pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+            return ull, link.traffic["rx"] // 1024
         if fid not in _NVLINK5_FIELDS or not gpu.sku.nvlink5_fields:
             raise pynvml.NVMLError_NotSupported()
         failed = link.down_events(t)
@@ -351,7 +358,13 @@ class SimNvml:
             return ull, link.counter("crc", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS:
             return ull, 0
-        return ull, link.fec_history(t)[fid - pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0]
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES:
+            return ull, link.traffic["tx"]
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES:
+            return ull, link.traffic["rx"]
+        if scope not in fec:
+            fec[scope] = link.fec_history(t)
+        return ull, fec[scope][fid - pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0]
 
     # --- memory errors -------------------------------------------------------------------------
     def nvmlDeviceGetTotalEccErrors(self, handle, errorType, counterType):

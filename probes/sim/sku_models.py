@@ -4,7 +4,9 @@ probes' reference file with their sources).
 
 Throughput: measured-to-peak ratios like the one measured on an H200 here (bf16 8192³ through
 PyTorch: 770–800 of 989 TFLOP/s, ../shared/reference/FIGURES.md); device copy about 4.3 TB/s
-on H200. NVLink: 18 links × 50 GB/s (NVLink 4) or × 100 GB/s (NVLink 5) per direction.
+on H200. NVLink: FIGURES.md's 18 links × 50 GB/s (NVLink 4) or × 100 GB/s (NVLink 5) count both
+directions, so each link carries 25 or 50 GB/s each way — the line rates below (2 lanes × 100 or
+200 Gb/s); a GPU sends 450 or 900 GB/s.
 """
 
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ class SkuModel:
     bf16_tflops: float  # achieved, sustained, healthy
     fp8_tflops: float | None  # None: no fp8
     copy_gbps: float  # device-to-device copy, bytes read + written per second / 1e9
-    nvlink_gbps_per_link: float  # per direction
+    nvlink_gbps_per_link: float  # one direction
     nvlink_version: int
     memory_bytes: int
     tdp_w: float
@@ -33,13 +35,13 @@ class SkuModel:
 
 
 SKU_MODELS = {
-    "h100": SkuModel("NVIDIA H100 80GB HBM3", (9, 0), 785.0, 1450.0, 2900.0, 50.0, 4, 80 * 2**30,
+    "h100": SkuModel("NVIDIA H100 80GB HBM3", (9, 0), 785.0, 1450.0, 2900.0, 25.0, 4, 80 * 2**30,
                      700.0, 72.0, 690.0, 33.0, 71.0, 1980, 2619, False, False, False),
-    "h200": SkuModel("NVIDIA H200", (9, 0), 785.0, 1450.0, 4300.0, 50.0, 4, 141 * 2**30,
+    "h200": SkuModel("NVIDIA H200", (9, 0), 785.0, 1450.0, 4300.0, 25.0, 4, 141 * 2**30,
                      700.0, 75.0, 690.0, 33.0, 70.0, 1980, 3201, False, False, False),
-    "b200": SkuModel("NVIDIA B200", (10, 0), 1750.0, 3300.0, 6800.0, 100.0, 5, 180 * 2**30,
+    "b200": SkuModel("NVIDIA B200", (10, 0), 1750.0, 3300.0, 6800.0, 50.0, 5, 180 * 2**30,
                      1000.0, 140.0, 980.0, 34.0, 73.0, 1965, 3996, True, False, True),
-    "gb200": SkuModel("NVIDIA GB200", (10, 0), 1950.0, 3700.0, 6800.0, 100.0, 5, 186 * 2**30,
+    "gb200": SkuModel("NVIDIA GB200", (10, 0), 1950.0, 3700.0, 6800.0, 50.0, 5, 186 * 2**30,
                       1200.0, 150.0, 1150.0, 32.0, 69.0, 2062, 3996, True, True, True),
 }
 

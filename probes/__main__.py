@@ -1,0 +1,142 @@
+"""`python -m probes run|snapshot|collective`: the tray probe's command line (docs/probe-output.md).
+
+Prints one JSON document (`--json`) or a short summary, and exits with CONTRACT.md's codes:
+0 every check passed, 1 a check failed, 2 bad usage or no NVML library, 3 incomplete.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from probes.backend import BackendError, open_backend
+from probes.judge import ReferenceError
+from probes.run import DEFAULT_DURATION_S, PROBES, RunOptions, TrayRun
+from probes.snapshot import take_snapshot, take_switch_snapshot
+
+EXIT_USAGE = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2 (CONTRACT.md)."""
+
+    def error(self, message):
+        sys.stderr.write(f"probes: {message} (see: python -m probes {self.prog.split()[-1]} --help)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
+    return value
+
+
+def probe_list(text):
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in PROBES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown probe {', '.join(unknown) or text!r} (known: {','.join(PROBES)})")
+    return names
+
+
+def backend_options(parser):
+    parser.add_argument("--backend", choices=("nvml", "sim"), default="nvml",
+                        help="nvml: the real GPUs (default); sim: the built-in simulator")
+    parser.add_argument("--sim-spec", metavar="FILE|-", help="the simulator spec (`opsctl sim spec RACK`); - reads stdin")
+    parser.add_argument("--tray", metavar="NAME", help="which tray this is (ct03, st2, node); required with --backend sim")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="print one JSON document")
+
+
+def build_parser():
+    parser = OneLineParser(prog="python -m probes", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    run = commands.add_parser("run", help="burn in this tray and judge it")
+    backend_options(run)
+    run.add_argument("--duration", type=positive, default=DEFAULT_DURATION_S, metavar="S",
+                     help="seconds of load in all, shared 4:1:1 by gemm, membw, nvlink (default 60)")
+    run.add_argument("--probes", type=probe_list, default=PROBES, metavar="LIST",
+                     help=f"comma-separated, of {','.join(PROBES)} (default: all)")
+    run.add_argument("--timeout", type=positive, metavar="S",
+                     help="the most seconds one probe may run (default: twice its share of --duration plus 60)")
+    run.add_argument("--references", metavar="FILE", help="judge against this reference file instead of the SKU's own")
+    run.add_argument("--gemm-size", type=int, metavar="N", help="GEMM size N (N×N×N; default 16384 on a GPU)")
+    snapshot = commands.add_parser("snapshot", help="NVLink counters over a window, deltas only")
+    backend_options(snapshot)
+    snapshot.add_argument("--window", type=positive, default=10.0, metavar="S", help="seconds between the readings (default 10)")
+    collective = commands.add_parser("collective", help="one node's part of a rack-wide all-reduce (torch.distributed)")
+    from probes.collective import add_arguments
+
+    add_arguments(collective)
+    backend_options(collective)
+    return parser
+
+
+def main(argv=None, stdin=None):
+    """Run the command; returns (exit code, whether a probe thread was left hanging)."""
+    args = build_parser().parse_args(argv)
+    stdin = stdin or sys.stdin
+    try:
+        if args.command == "collective":
+            from probes.collective import run_collective
+
+            document, code = run_collective(args, stdin)
+            emit(document, args.as_json)
+            return code, False
+        backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    except BackendError as error:
+        sys.stderr.write(f"probes: {error}\n")
+        return error.exit_code, False
+    try:
+        if args.command == "snapshot":
+            document = snapshot(backend, args.window)
+            emit(document, args.as_json)
+            return 0, False
+        if args.gemm_size is not None and args.gemm_size < 16:
+            sys.stderr.write("probes: --gemm-size must be at least 16\n")
+            return EXIT_USAGE, False
+        run = TrayRun(backend, RunOptions(duration_s=args.duration, probes=args.probes, timeout_s=args.timeout,
+                                          references=args.references, gemm_n=args.gemm_size))
+        try:
+            document, code = run.execute()
+        except ReferenceError as error:
+            sys.stderr.write(f"probes: {error}\n")
+            return EXIT_USAGE, False
+        emit(document, args.as_json)
+        return code, run.hung
+    finally:
+        backend.close()
+
+
+def snapshot(backend, window_s):
+    if backend.switch is not None:
+        return take_switch_snapshot(backend.switch, window_s, sleep=backend.clock.sleep, tray=backend.tray)
+    return take_snapshot(backend.nvml, window_s, sleep=backend.clock.sleep, tray=backend.tray)
+
+
+def emit(document, as_json):
+    if as_json:
+        sys.stdout.write(json.dumps(document, indent=1, default=str) + "\n")
+        return
+    print(f"{document['kind']} of tray {document.get('tray')}: {document.get('status', 'complete')}")
+    checks = document.get("checks", []) + [c for gpu in document.get("gpus", []) for c in gpu.get("checks", [])]
+    for c in checks:
+        if c["verdict"] != "pass":
+            print(f"  {c['verdict']:<10} {c['component']:<12} {c['check']}: {c['reason']}")
+    for row in document.get("links", []):
+        if any(row.get(k) for k in ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events")) \
+                or row.get("state") != "up":
+            print(f"  link {row}")
+    if checks:
+        print(f"  {sum(c['verdict'] == 'pass' for c in checks)} of {len(checks)} checks passed")
+
+
+if __name__ == "__main__":
+    code, hung = main()
+    sys.stdout.flush()
+    if hung:  # a thread stuck in the driver must not keep the process alive
+        os._exit(code)
+    sys.exit(code)

@@ -1,0 +1,148 @@
+"""Where the tray probe builds its view of the hardware: the one place in probes/ that tells
+the simulator from real GPUs apart (`--backend sim|nvml`). Everything above it is the same code.
+
+- nvml: the real `pynvml`, and PyTorch on CUDA for the load probes (imported only when a load
+  probe runs, so a tray without torch can still read its counters).
+- sim: the simulated rack of a RackSpec (what `opsctl sim spec RACK` writes), one tray of it.
+"""
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from probes.switch_reader import NvosSwitchReader, SimSwitchReader
+
+SIM_HINT = "run with --backend sim --sim-spec FILE --tray NAME to use the simulator"
+SWITCH_TRAY = re.compile(r"st\d+")
+
+
+class BackendError(Exception):
+    """The probe cannot start: one line for stderr, and the exit code it means."""
+
+    def __init__(self, message, exit_code=2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class TrayBackend:
+    kind: str  # "sim" or "nvml"
+    tray: str | None
+    nvml: Any  # pynvml or a SimNvml, initialised; None on a switch tray
+    clock: Any  # now() and sleep(): wall time, or the simulator's
+    switch: Any = None  # a switch reader on a switch tray
+    open_devices: Callable[[], dict] = field(default=lambda: {})  # {nvml index: compute device}
+
+    def close(self):
+        if self.nvml is not None:
+            try:
+                self.nvml.nvmlShutdown()
+            except self.nvml.NVMLError:
+                pass
+
+
+def open_backend(kind, sim_spec=None, tray=None, stdin=None):
+    if kind == "sim":
+        return _open_sim(sim_spec, tray, stdin or sys.stdin)
+    if kind == "nvml":
+        return _open_nvml(tray)
+    raise BackendError(f"unknown backend {kind!r} (nvml or sim)")
+
+
+# --- the simulator ---------------------------------------------------------------------------------
+def read_spec(sim_spec, stdin):
+    """The RackSpec in a file, or on stdin for `-`."""
+    from probes.sim import RackSpec
+
+    where = "stdin" if sim_spec == "-" else sim_spec
+    try:
+        text = stdin.read() if sim_spec == "-" else open(sim_spec, encoding="utf-8").read()
+        return RackSpec.from_dict(json.loads(text))
+    except OSError as error:
+        raise BackendError(f"cannot read the simulator spec {where}: {error.strerror or error}") from None
+    except json.JSONDecodeError as error:
+        raise BackendError(f"{where}: not JSON: {error.msg} at line {error.lineno}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise BackendError(f"{where}: not a simulator spec: {error}") from None
+
+
+def _open_sim(sim_spec, tray, stdin):
+    if not sim_spec or not tray:
+        raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
+    spec = read_spec(sim_spec, stdin)
+    from probes.compute.sim_device import SimDevice
+    from probes.sim import SimComputeDevice, SimNvml, SimRack
+    from probes.sim.switch import SimSwitchTray
+
+    try:
+        tray_spec = spec.tray(tray)
+    except KeyError:
+        names = ", ".join(t.name for t in spec.trays)
+        raise BackendError(f"rack {spec.rack} has no tray {tray!r} (its trays: {names})") from None
+    if tray_spec.unreachable:
+        raise BackendError(f"{spec.rack}/{tray}: no route to host (simulated unreachable tray)", exit_code=3)
+    rack = SimRack(spec)
+    if not tray_spec.gpus:
+        return TrayBackend("sim", tray, None, rack.clock, switch=SimSwitchReader(SimSwitchTray(rack, tray)))
+    nvml = SimNvml(rack, tray)
+    nvml.nvmlInit()
+    gpus = rack.trays[tray].gpus
+    return TrayBackend("sim", tray, nvml, rack.clock,
+                       open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)})
+
+
+# --- real GPUs ---------------------------------------------------------------------------------------
+def _open_nvml(tray):
+    from probes.sim.clock import WallClock
+
+    if tray and SWITCH_TRAY.fullmatch(tray):
+        return TrayBackend("nvml", tray, None, WallClock(), switch=NvosSwitchReader())
+    try:
+        import pynvml
+    except ImportError as error:
+        raise BackendError(f"pynvml (nvidia-ml-py) cannot be imported ({error}); {SIM_HINT}") from None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError_LibraryNotFound:
+        raise BackendError(f"NVML library not found (no NVIDIA driver on this machine?); {SIM_HINT}") from None
+    except pynvml.NVMLError as error:
+        # A driver that is there but not answering is a sick tray, not a usage error.
+        raise BackendError(f"NVML failed to initialise: {error}", exit_code=3) from None
+    return TrayBackend("nvml", tray, pynvml, WallClock(), open_devices=lambda: _cuda_devices(pynvml))
+
+
+def _cuda_devices(nvml):
+    """{NVML index: TorchDevice}, matched by GPU UUID (CUDA may number GPUs differently)."""
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # NVML's order, where UUIDs are not given
+    try:
+        import torch
+    except ImportError:
+        raise BackendError("the gemm, membw and nvlink probes need PyTorch with CUDA (pip install 'opsctl[gpu]'); "
+                           "--probes counters reads NVML alone") from None
+    if not torch.cuda.is_available():
+        raise BackendError("PyTorch sees no CUDA GPU (a CPU-only torch, or CUDA_VISIBLE_DEVICES empty); "
+                           "--probes counters reads NVML alone")
+    from probes.compute.torch_device import TorchDevice
+
+    by_uuid = {}
+    for cuda_index in range(torch.cuda.device_count()):
+        uuid = getattr(torch.cuda.get_device_properties(cuda_index), "uuid", None)
+        if uuid is not None:
+            by_uuid[_uuid_key(uuid)] = cuda_index
+    devices = {}
+    for index in range(nvml.nvmlDeviceGetCount()):
+        try:
+            uuid = _uuid_key(nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetHandleByIndex(index)))
+        except nvml.NVMLError:
+            continue  # a GPU NVML cannot name is judged from its NVML reading (lost)
+        cuda_index = by_uuid.get(uuid, index if not by_uuid and index < torch.cuda.device_count() else None)
+        if cuda_index is not None:
+            devices[index] = TorchDevice(f"cuda:{cuda_index}")
+    return devices
+
+
+def _uuid_key(uuid):
+    return str(uuid).lower().removeprefix("gpu-").replace("-", "")

@@ -1,0 +1,143 @@
+"""One GPU through PyTorch: the real path on a tray (CUDA), and the same code on the CPU at
+small size for tests. Results are compared on the device; only counts come back to the host.
+
+Comparing results bit for bit is sound because cuBLAS gives bit-wise identical results run to
+run on the same GPU architecture and SM count (cuBLAS documentation, "Results reproducibility").
+"""
+
+import time
+
+import numpy as np
+
+from probes.compute import DeviceError, GemmOperands, device_errors
+
+GEMM_N = {"cuda": 16384, "cpu": 128}
+COPY_BYTES = {"cuda": 2**30, "cpu": 2**24}
+FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper onwards have fp8 tensor cores
+BF16_MIN_CAPABILITY = (8, 0)
+
+
+def _torch():
+    import torch  # the `gpu` extra; imported on use so trays without it can still read NVML
+
+    return torch
+
+
+class TorchDevice:
+    def __init__(self, device):
+        torch = _torch()
+        self.torch = torch
+        self.device = torch.device(device)
+        self.label = str(self.device)
+        kind = self.device.type
+        self.default_gemm_n = GEMM_N.get(kind, GEMM_N["cpu"])
+        self.default_copy_bytes = COPY_BYTES.get(kind, COPY_BYTES["cpu"])
+        self._buffers = {}
+
+    # --- what the device can do --------------------------------------------------------------
+    def _capability(self):
+        if self.device.type != "cuda":
+            return None
+        return self.torch.cuda.get_device_capability(self.device)
+
+    def unsupported_reason(self, dtype):
+        torch = self.torch
+        capability = self._capability()
+        if dtype == "bf16":
+            if capability is not None and capability < BF16_MIN_CAPABILITY:
+                return f"bf16 needs compute capability {BF16_MIN_CAPABILITY}, this GPU has {capability}"
+            return None
+        if dtype != "fp8":
+            return f"unknown GEMM dtype {dtype}"
+        if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+            return f"fp8 not supported on this torch ({torch.__version__}: no torch._scaled_mm)"
+        if capability is not None and capability < FP8_MIN_CAPABILITY:
+            return f"fp8 not supported on this GPU (compute capability {capability}, needs {FP8_MIN_CAPABILITY})"
+        try:  # the CPU build may lack the kernel: ask it with the smallest GEMM
+            ops = self.gemm_operands("fp8", 16, 0)
+            self.matmul(ops)
+        except (RuntimeError, NotImplementedError, DeviceError) as error:
+            return f"fp8 not supported on this GPU/torch: {str(error).splitlines()[0][:200]}"
+        return None
+
+    # --- GEMM ----------------------------------------------------------------------------------
+    def gemm_operands(self, dtype, n, seed):
+        torch = self.torch
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        with device_errors(RuntimeError):
+            a = torch.randn(n, n, generator=generator, device=self.device)
+            b = torch.randn(n, n, generator=generator, device=self.device)
+            if dtype == "bf16":
+                return GemmOperands("bf16", n, n, a.to(torch.bfloat16), b.to(torch.bfloat16), "bfloat16")
+            one = torch.ones((), dtype=torch.float32, device=self.device)
+            # _scaled_mm wants its second operand column-major: the transpose of a row-major matrix.
+            return GemmOperands("fp8", n, n, a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn).t(),
+                                "bfloat16", extra=(one, one))
+
+    def matmul(self, ops):
+        torch = self.torch
+        with device_errors(RuntimeError):
+            if ops.dtype == "fp8":
+                scale_a, scale_b = ops.extra
+                return torch._scaled_mm(ops.a, ops.b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+            return torch.matmul(ops.a, ops.b)
+
+    def matmul_checked(self, ops, golden, iterations):
+        torch = self.torch
+        with device_errors(RuntimeError):
+            mismatches = torch.zeros((), dtype=torch.int64, device=self.device)
+            bad_results = torch.zeros((), dtype=torch.int64, device=self.device)
+            self._synchronize()
+            started = time.perf_counter()
+            for _ in range(iterations):
+                wrong = torch.count_nonzero(self.matmul(ops) != golden)
+                mismatches += wrong
+                bad_results += wrong > 0
+            counts = torch.stack([mismatches, bad_results]).tolist()  # waits for the GPU
+            seconds = time.perf_counter() - started
+        return int(counts[0]), int(counts[1]), seconds
+
+    def to_host(self, array, rows, cols):
+        with device_errors(RuntimeError):
+            return array[rows, cols].to(self.torch.float64).cpu().numpy().astype(np.float64)
+
+    # --- copies ----------------------------------------------------------------------------------
+    def _buffer(self, name, nbytes):
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.numel() != nbytes:
+            self._buffers.pop(name, None)
+            buffer = self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)
+            buffer.fill_(0x5A)
+            self._buffers[name] = buffer
+        return buffer
+
+    def copy(self, nbytes, iterations):
+        with device_errors(RuntimeError):
+            source, target = self._buffer("source", nbytes), self._buffer("target", nbytes)
+            self._synchronize()
+            started = time.perf_counter()
+            for _ in range(iterations):
+                target.copy_(source, non_blocking=True)
+            self._synchronize()
+            return time.perf_counter() - started
+
+    def peer_copy(self, peer, nbytes, iterations):
+        with device_errors(RuntimeError):
+            source, target = self._buffer("source", nbytes), peer._buffer("from_peer", nbytes)
+            self._synchronize()
+            peer._synchronize()
+            started = time.perf_counter()
+            for _ in range(iterations):
+                target.copy_(source, non_blocking=True)
+            self._synchronize()
+            peer._synchronize()
+            return time.perf_counter() - started
+
+    def _synchronize(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def release(self):
+        self._buffers.clear()
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()

@@ -1,0 +1,88 @@
+"""Counters over a window: what changed between two NVML readings of a GPU.
+
+Judging uses deltas, never lifetime totals: healthy links carry counts from the factory and
+earlier jobs (NVML_AND_XID.md: "Judge deltas over the burn-in window, not lifetime totals").
+A counter that went backwards (driver reload, GPU reset) has no delta, not a negative one.
+"""
+
+ECC_KEYS = ("corrected_volatile", "uncorrected_volatile", "corrected_aggregate", "uncorrected_aggregate")
+# The snapshot's counters (CONTRACT.md) and where each comes from in a link reading.
+SNAPSHOT_COUNTERS = {
+    "crc_errors": "crc_errors",
+    "replay_errors": "replay_errors",
+    "recovery_errors": "recovery_errors",
+    "symbol_errors": "symbol_errors",
+    "link_down_events": "recovery_failed",  # each drop of the link is a failed recovery (NVLink 5)
+}
+
+
+def delta(before, after):
+    if before is None or after is None or after < before:
+        return None
+    return after - before
+
+
+def counter_deltas(before, after):
+    """{name: delta} for every counter both readings have."""
+    found = {}
+    for name in after.keys() & before.keys():
+        change = delta(before[name], after[name])
+        if change is not None:
+            found[name] = change
+    return dict(sorted(found.items()))
+
+
+def link_window(before, after, window_s):
+    """One link over the window: state at both ends, counter deltas and rates, BER as the GPU
+    reports it at the end of the window (None where the GPU does not report BER)."""
+    deltas = counter_deltas(before.counters, after.counters)
+    state = "down" if "down" in (before.state, after.state) else after.state
+    return {
+        "port": after.port,
+        "side": "gpu",
+        "state": state,
+        "state_before": before.state,
+        "state_after": after.state,
+        "deltas": deltas,
+        "rates_per_s": {name: round(value / window_s, 6) for name, value in deltas.items()} if window_s > 0 else {},
+        "effective_ber": after.effective_ber,
+        "symbol_ber": after.symbol_ber,
+    }
+
+
+def gpu_window(before, after, xids, window_s=None):
+    """The counters section of a GPU in the run document (docs/probe-output.md). The window is
+    the time between the readings unless given."""
+    if window_s is None:
+        window_s = max(after.time - before.time, 0.0)
+    before_links = {link.port: link for link in before.links}
+    links = [link_window(before_links[link.port], link, window_s) for link in after.links if link.port in before_links]
+    energy = delta(before.energy_j, after.energy_j)
+    remapped = None
+    if after.remapped_rows is not None:
+        remapped = dict(after.remapped_rows)
+        if before.remapped_rows is not None:
+            for key in ("corrected", "uncorrected"):
+                remapped[f"new_{key}"] = delta(before.remapped_rows[key], after.remapped_rows[key])
+    return {
+        "window_s": round(window_s, 3),
+        "ecc": counter_deltas({k: before.ecc.get(k) for k in ECC_KEYS if k in before.ecc},
+                              {k: after.ecc.get(k) for k in ECC_KEYS if k in after.ecc}),
+        "remapped_rows": remapped,
+        "retired_pages": after.retired_pages,
+        "energy_j": energy,
+        "power_w_mean": round(energy / window_s, 1) if energy is not None and window_s > 0 else None,
+        "violation_s": counter_deltas(before.violation_s, after.violation_s),
+        "links": links,
+        "xids": xids,
+        "fabric": after.fabric,
+    }
+
+
+def snapshot_link(gpu_index, link):
+    """A `link_window` as a row of the snapshot document (counters that NVML gave, only)."""
+    row = {"gpu": gpu_index, "port": link["port"], "side": "gpu", "state": link["state"]}
+    for name, source in SNAPSHOT_COUNTERS.items():
+        if source in link["deltas"]:
+            row[name] = link["deltas"][source]
+    return row

@@ -1,0 +1,87 @@
+"""Burn-in GEMM: sustained matrix multiplies on one GPU, timed in windows and verified.
+
+Verification, two ways:
+- gpu-burn's method: every result is compared, element by element on the device, with the
+  first result (the golden one); a GPU that computes the same product differently from one
+  iteration to the next has silent data corruption, and the count of wrong elements names it.
+- The golden result itself is checked against a float64 reference computed independently on
+  the host for a block of it, within a tolerance derived from the result's dtype.
+"""
+
+import numpy as np
+
+from probes.compute import UNIT_ROUNDOFF
+from probes.windows import rate_summary, timed_windows
+
+REFERENCE_BLOCK = 16  # rows × columns of the golden result checked against float64
+TOLERANCE_SOURCE = (
+    "4 units of roundoff of the result dtype relative to the block's largest element (bf16 keeps 8 "
+    "significant bits: 2^-8; binary32: 2^-24) covering the final rounding and reduced-precision split-K "
+    "reductions, plus Higham's bound K·u for the float32 accumulation of K products "
+    "(Accuracy and Stability of Numerical Algorithms, 2002, eq. 3.5)"
+)
+
+
+def flops(n):
+    return 2.0 * n**3
+
+
+def reference_check(device, ops, golden):
+    """(max error relative to the largest element, tolerance) of a block of the golden result
+    against a float64 product of the very same (rounded) inputs."""
+    k = min(REFERENCE_BLOCK, ops.real_n)
+    block = slice(0, k)
+    every = slice(None)
+    a = device.to_host(ops.a, block, every)  # k × n
+    b = device.to_host(ops.b, every, block)  # n × k
+    expected = a @ b
+    bound = np.abs(a) @ np.abs(b)  # Σ|a||b|: what accumulation error scales with
+    got = device.to_host(golden, block, block)
+    largest = float(np.max(np.abs(expected))) or 1.0
+    error = float(np.max(np.abs(got - expected))) / largest
+    tolerance = (4 * UNIT_ROUNDOFF[ops.result_dtype]
+                 + ops.real_n * UNIT_ROUNDOFF[ops.accumulate_dtype] * float(np.max(bound)) / largest)
+    return error, tolerance
+
+
+def burn(device, dtype, seconds, n, window_s, stop, seed=0, progress=None):
+    """Run GEMMs of `dtype` for `seconds` of device time in windows of about `window_s`.
+    Returns the result dict of docs/probe-output.md (`gemm.<dtype>`); `progress`, if given, is
+    that dict kept up to date window by window ("finished": false until the end)."""
+    progress = {} if progress is None else progress
+    reason = device.unsupported_reason(dtype)
+    if reason is not None:
+        progress["skipped"] = reason
+        return progress
+    ops = device.gemm_operands(dtype, n, seed)
+    golden = device.matmul(ops)
+    max_rel_error, tolerance = reference_check(device, ops, golden)
+    verified = {"mismatches": 0, "corrupted_results": 0, "checks": 0}
+
+    def batch(iterations):
+        wrong, bad, took = device.matmul_checked(ops, golden, iterations)
+        verified["mismatches"] += wrong
+        verified["corrupted_results"] += bad
+        verified["checks"] += iterations
+        return took
+
+    def record(windows, finished=False):
+        progress.update({
+            **rate_summary([flops(n) * iterations / took / 1e12 for iterations, took in windows], "tflops"),
+            "n": n,
+            "seconds": round(sum(took for _, took in windows), 3),
+            "verified": verified["mismatches"] == 0 and max_rel_error <= tolerance,
+            **verified,
+            "max_rel_error": max_rel_error,
+            "tolerance": tolerance,
+            "tolerance_source": TOLERANCE_SOURCE,
+            "finished": finished,
+        })
+
+    # Warm-up (cuBLAS picks its kernel, clocks ramp): verified, not counted as a window.
+    per_iteration = batch(2) / 2
+    record([])
+    windows = timed_windows(batch, seconds, window_s, stop, per_iteration, on_window=record)
+    device.release()
+    record(windows, finished=True)
+    return progress

@@ -1,0 +1,356 @@
+"""Judging a tray's results. Every check says what was judged, the reading, the threshold and
+where the threshold comes from (probes/references/*.yaml carry the figures and their sources).
+
+Checks are plain dicts (docs/probe-output.md):
+{"check", "component", "verdict", "value", "threshold", "unit", "op", "source", "reason"}
+`op` is the comparison that fails: value <op> threshold → the check's verdict is not "pass".
+"""
+
+import operator
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from probes.gemm import TOLERANCE_SOURCE
+
+REFERENCES = Path(__file__).parent / "references"
+SHARED_FILES = ("rules.yaml", "xids.yaml")
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "!=": operator.ne}
+GPU_BURN_SOURCE = ("gpu-burn's check: every result compared element by element with the first; cuBLAS "
+                   "results are bit-wise reproducible on one GPU (cuBLAS documentation, Results reproducibility)")
+PEER_COPY_SOURCE = "a pair of GPUs that cannot copy to each other has no NVLink path (links down, fabric not routing)"
+LOST_SOURCE = "NVML_AND_XID.md: GPU_IS_LOST / XID 79, the GPU fell off the bus: reboot the machine"
+
+
+class ReferenceError(ValueError):
+    """A references file that cannot be used."""
+
+
+@dataclass
+class References:
+    sku: dict | None  # the GPU model's figures; None for a model without a reference file
+    rules: dict
+    xids: dict
+    sku_source: str | None = None
+
+
+def _load(path):
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ReferenceError(f"{path}: {str(error).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ReferenceError(f"{path}: not a mapping")
+    return data
+
+
+def sku_files():
+    return sorted(p for p in REFERENCES.glob("*.yaml") if p.name not in SHARED_FILES)
+
+
+def load_references(gpu_name=None, path=None, sku=None):
+    """The rules, the XID catalog and the figures for the GPU model named `gpu_name` (what
+    NVML reports) or `sku` (h100, gb200…), or those of the file `path`."""
+    rules, xids = _load(REFERENCES / "rules.yaml"), _load(REFERENCES / "xids.yaml")
+    if path is not None:
+        sku = _load(path)
+        for key in ("gemm", "membw", "nvlink_peer"):
+            if key in sku and not isinstance(sku[key], dict):
+                raise ReferenceError(f"{path}: {key} must be a mapping")
+        return References(sku, rules, xids, str(path))
+    for file in sku_files():
+        data = _load(file)
+        if (sku and data.get("sku") == sku) or (gpu_name and any(gpu_name.startswith(n) for n in data.get("names", []))):
+            return References(data, rules, xids, f"probes/references/{file.name}")
+    return References(None, rules, xids)
+
+
+def check(name, component, verdict, value, threshold, unit, op, source, reason):
+    return {"check": name, "component": component, "verdict": verdict, "value": value, "threshold": threshold,
+            "unit": unit, "op": op, "source": source, "reason": reason}
+
+
+def compare(name, component, value, op, threshold, unit, source, reason, bad="fail"):
+    """A check whose verdict is `bad` when `value op threshold`, else pass."""
+    verdict = bad if OPS[op](value, threshold) else "pass"
+    return check(name, component, verdict, value, threshold, unit, op, source, reason)
+
+
+# --- one GPU -------------------------------------------------------------------------------------
+def judge_gpu(gpu, refs, tray):
+    """The checks of one GPU entry of the run document; `tray` holds the peer medians."""
+    component = f"gpu{gpu['index']}"
+    checks = []
+    if gpu.get("lost"):
+        checks.append(check("gpu.lost", component, "fail", True, False, "lost", "==", LOST_SOURCE,
+                            gpu.get("lost_reason") or "the GPU stopped answering NVML (GPU_IS_LOST)"))
+    for failure in gpu.get("failures", []):
+        checks.append(check(f"{failure['probe']}.device", component, "fail", failure["error"], None, "error", "raised",
+                            "a GPU that fails under load fails burn-in (CUDA error, fell off the bus, no NVLink path)",
+                            f"{failure['probe']} failed on this GPU: {failure['error']}"))
+    for dtype, result in (gpu.get("gemm") or {}).items():
+        checks += _gemm_checks(component, dtype, result, refs, tray)
+    if gpu.get("under_load"):
+        checks += _under_load_checks(component, gpu["under_load"], refs)
+    if gpu.get("membw") and gpu["membw"].get("gbps") is not None:
+        checks += _throughput_checks(component, "membw.gbps", gpu["membw"]["gbps"], "GB/s", refs.sku and refs.sku.get("membw"),
+                                     "min_gbps", tray.get("membw"), refs, "device-to-device copy")
+    if gpu.get("nvlink"):
+        checks += _nvlink_checks(component, gpu["nvlink"], refs)
+    if gpu.get("counters"):
+        checks += _counter_checks(component, gpu["counters"], refs)
+    return checks
+
+
+def _gemm_checks(component, dtype, result, refs, tray):
+    if "skipped" in result:
+        return []
+    name = f"gemm.{dtype}"
+    checks = [
+        compare(f"{name}.mismatches", component, result["mismatches"], ">", 0, "wrong elements", GPU_BURN_SOURCE,
+                _corruption(result) if result["mismatches"] else f"all {result['checks']} results identical"),
+        compare(f"{name}.reference", component, result["max_rel_error"], ">", result["tolerance"],
+                "relative to the largest element", TOLERANCE_SOURCE,
+                f"result differs from a float64 reference by {result['max_rel_error']:.3g} (tolerance {result['tolerance']:.3g})"),
+    ]
+    median = result.get("tflops_median")
+    if median is None:
+        return checks
+    sku = (refs.sku or {}).get("gemm", {}).get(dtype)
+    checks += _throughput_checks(component, f"{name}.tflops", median, "TFLOPS", sku, "min_tflops", tray.get(name), refs,
+                                 f"{dtype} GEMM {result['n']}³, median of {len(result['tflops_windows'])} windows")
+    rule = refs.rules["gemm_drop"]
+    if result.get("drop_pct") is not None:
+        checks.append(compare(f"{name}.drop_pct", component, result["drop_pct"], ">", rule["max_pct"], "%", rule["source"],
+                              f"throughput fell {result['drop_pct']:.1f}% from the first to the last quarter of the burn "
+                              f"(min window {result['tflops_min']:.0f} TFLOPS)"))
+    return checks
+
+
+def _corruption(result):
+    reason = (f"silent data corruption: {result['mismatches']} wrong elements in {result['corrupted_results']} of "
+              f"{result['checks']} results")
+    if result["corrupted_results"] == result["checks"]:
+        reason += "; every result differs from the first, so the first (golden) result was itself wrong"
+    return reason
+
+
+def _throughput_checks(component, name, value, unit, sku_figure, key, peer_median, refs, what):
+    checks = []
+    if sku_figure and key in sku_figure:
+        checks.append(compare(name, component, value, "<", sku_figure[key], unit, sku_figure["source"],
+                              f"{what}: {value:.0f} {unit}"))
+    rule = refs.rules["peers"]
+    if peer_median:
+        floor = round(peer_median * (1 - rule["max_below_median_pct"] / 100), 2)
+        below = 100 * (1 - value / peer_median)
+        checks.append(compare(f"{name}.peers", component, value, "<", floor, unit, rule["source"],
+                              f"{value:.0f} {unit} is {below:.1f}% below the tray median {peer_median:.0f}" if below > 0
+                              else f"{value:.0f} {unit}, at or above the tray median {peer_median:.0f}"))
+    return checks
+
+
+def _under_load_checks(component, under_load, refs):
+    rule = refs.rules["clocks_event_reasons"]
+    seen = under_load.get("clocks_event_reasons") or []
+    bad = [reason for reason in seen if reason in rule["fail"]]
+    reason = (f"clocks held down under load by {', '.join(bad)} (max {under_load.get('temperature_c_max')} °C, "
+              f"SM clock median {under_load.get('sm_clock_mhz_median')} MHz)" if bad
+              else f"no throttling under load ({', '.join(seen) or 'no clock event reasons'})")
+    return [check("under_load.clocks_event_reasons", component, "fail" if bad else "pass", bad, rule["fail"],
+                  "clock event reasons", "any of", rule["source"], reason)]
+
+
+def _nvlink_checks(component, nvlink, refs):
+    checks = []
+    peers = nvlink.get("peer_gbps") or {}
+    figure = (refs.sku or {}).get("nvlink_peer")
+    if peers and figure:
+        worst = min(peers, key=peers.get)
+        checks.append(compare("nvlink.peer_gbps", component, peers[worst], "<", figure["min_gbps"], "GB/s", figure["source"],
+                              f"slowest peer copy: to gpu{worst} at {peers[worst]:.0f} GB/s"))
+    for peer, error in sorted((nvlink.get("peer_errors") or {}).items()):
+        checks.append(check("nvlink.peer_copy", component, "fail", error, None, "error", "raised", PEER_COPY_SOURCE,
+                            f"copy to gpu{peer} failed: {error}"))
+    traffic = [{"port": int(port), "gbps": gbps} for port, gbps in (nvlink.get("link_gbps") or {}).items()
+               if gbps is not None]
+    if len(traffic) >= 2:
+        rule = refs.rules["link_traffic"]
+        median = statistics.median(link["gbps"] for link in traffic)
+        floor = round(median * rule["min_share_of_median"], 3)
+        checks += _per_link("nvlink.link_traffic", traffic, lambda link: link["gbps"], "<", floor, "GB/s", rule["source"],
+                            lambda label, value: f"{label} carried {value:.1f} GB/s of the peer copies, the GPU's median "
+                            f"link {median:.1f} GB/s", gpu_link(component), component)
+    return checks
+
+
+def _per_link(name, links, value_of, op, threshold, unit, source, describe, where, summary_component, verdict="fail"):
+    """One check per failing link, or one pass for all of them naming the worst. `where(link)`
+    gives a link's (component, label, extra check fields)."""
+    measured = [(link, value_of(link)) for link in links]
+    measured = [(link, value) for link, value in measured if value is not None]
+    if not measured:
+        return []
+    checks = []
+    for link, value in measured:
+        if OPS[op](value, threshold):
+            component, label, extra = where(link)
+            checks.append({**check(name, component, verdict, value, threshold, unit, op, source, describe(label, value)),
+                           **extra})
+    if checks:
+        return checks
+    worst = min if op in ("<", "<=") else max
+    link, value = worst(measured, key=lambda item: item[1])
+    label = where(link)[1]
+    return [check(name, summary_component, "pass", value, threshold, unit, op, source,
+                  f"all {len(measured)} links {value}" if isinstance(value, str)
+                  else f"all {len(measured)} links within limits (worst: {label}, {value:g})")]
+
+
+def _counter_checks(component, counters, refs):
+    rules = refs.rules
+    links = counters.get("links") or []
+    window = counters.get("window_s") or 0.0
+    checks = []
+    if links:
+        expected = (refs.sku or {}).get("nvlink_links")
+        down = [link["port"] for link in links if link["state"] != "up"]
+        if expected:
+            active = len(links) - len(down)
+            checks.append(compare("nvlink.active_links", component, active, "<", expected["value"], "links", expected["source"],
+                                  f"{active} of {len(links)} links up; down in the window: "
+                                  f"{', '.join(f'port {p}' for p in down)}" if down else f"all {active} links up"))
+        checks += link_rule_checks(links, window, rules, gpu_link(component), component)
+    checks += _memory_checks(component, counters, rules)
+    checks += _fabric_checks(component, counters.get("fabric"), rules)
+    checks += xid_checks(component, counters.get("xids") or [], refs.xids)
+    return checks
+
+
+def gpu_link(component):
+    """How a GPU's own links are named in checks: gpu2/nvl05, "port 5"."""
+    return lambda link: (f"{component}/nvl{link['port']:02d}", f"port {link['port']}", {})
+
+
+def link_rule_checks(links, window_s, rules, where, summary_component):
+    """Link state, the counter rules and the BER rule over a set of links (GPU or switch side)."""
+    state = rules["link_state"]
+    checks = _per_link("nvlink.state", links, lambda link: link.get("state"), "!=", "up", "state", state["source"],
+                       lambda label, value: f"{label} was {value} during the window", where, summary_component)
+    for rule in rules["link_counters"]:
+        counter = rule["counter"]
+        words = counter.replace("_", " ")
+        if rule.get("per_second"):
+            unit = "per second"
+            value_of = lambda link, c=counter: link["rates_per_s"].get(c)  # noqa: E731
+            describe = lambda label, value, w=words: f"{value:.1f} {w} per second on {label} over {window_s:.0f} s"  # noqa: E731
+        else:
+            unit = "in window"
+            value_of = lambda link, c=counter: link["deltas"].get(c)  # noqa: E731
+            describe = lambda label, value, w=words: f"{value} {w} in {window_s:.0f} s on {label}"  # noqa: E731
+        checks += _per_link(f"nvlink.{rule.get('check', counter)}", links, value_of, rule["op"], rule["threshold"], unit,
+                            rule["source"], describe, where, summary_component, verdict=rule["verdict"])
+    ber = rules["effective_ber"]
+    checks += _per_link("nvlink.effective_ber", links, lambda link: link.get("effective_ber"), ber["op"], ber["threshold"],
+                        "errors per bit", ber["source"], lambda label, value: f"effective BER {value:.1e} on {label}",
+                        where, summary_component)
+    return checks
+
+
+def switch_checks(links, window_s, refs):
+    """The link rules over a switch tray's ports, per chip; each failing check names its link."""
+    checks = []
+    for chip in sorted({link["chip"] for link in links}):
+        checks += link_rule_checks(
+            [link for link in links if link["chip"] == chip], window_s, refs.rules,
+            lambda link: (link["chip"], f"switch port {link['switch_port']} ({link['link']})",
+                          {"link": link["link"], "switch_port": link["switch_port"]}),
+            chip)
+    return checks
+
+
+def _memory_checks(component, counters, rules):
+    checks = []
+    ecc = counters.get("ecc") or {}
+    for key, rule in rules["ecc"].items():
+        if key in ecc:
+            checks.append(compare(f"ecc.{key}", component, ecc[key], ">", 0, "errors in window", rule["source"],
+                                  f"{ecc[key]} {key.replace('_', ' ')} ECC errors in {counters['window_s']:.0f} s",
+                                  bad=rule["verdict"]))
+    rows = counters.get("remapped_rows")
+    if rows is not None:
+        bad = [what for what in ("pending", "failure") if rows.get(what)]
+        checks.append(check("memory.remapped_rows", component, "fail" if bad else "pass", bad, [], "remap state", "any of",
+                            rules["remapped_rows"]["source"],
+                            f"row remapping {' and '.join(bad)} ({rows['uncorrected']} rows remapped for uncorrectable errors)"
+                            if bad else f"no remap pending ({rows['corrected']} + {rows['uncorrected']} rows remapped)"))
+    pages = counters.get("retired_pages")
+    if pages and pages.get("pending") is not None:
+        checks.append(check("memory.retired_pages", component, "fail" if pages["pending"] else "pass", pages["pending"], False,
+                            "pending", "==", rules["retired_pages"]["source"],
+                            "pages pending retirement" if pages["pending"] else "no page retirement pending"))
+    return checks
+
+
+def _fabric_checks(component, fabric, rules):
+    if not fabric or fabric.get("state") == "not_supported":
+        return []
+    rule = rules["fabric"]
+    health = fabric.get("health") or {}
+    failing = [flag for flag in rule["fail_flags"] if health.get(flag)]
+    warning = [flag for flag in rule["warn_flags"] if health.get(flag)]
+    if fabric["state"] != "completed" or fabric.get("summary") == "unhealthy":
+        failing.insert(0, f"state {fabric['state']}, summary {fabric.get('summary')}")
+    verdict = "fail" if failing else "warn" if warning else "pass"
+    return [check("fabric.health", component, verdict, failing + warning, "completed, no health flags", "fabric state", "!=",
+                  rule["source"], f"fabric: {', '.join(failing + warning)}" if failing or warning
+                  else f"fabric registration completed, clique {fabric.get('clique_id')}")]
+
+
+def xid_checks(component, events, catalog):
+    counts = {}
+    for event in events:
+        counts[event["xid"]] = counts.get(event["xid"], 0) + 1
+    checks = []
+    for xid, count in sorted(counts.items()):
+        entry = catalog["xids"].get(xid)
+        if entry is None:
+            checks.append(check("xid", component, "warn", xid, None, "XID", "logged", catalog["source"],
+                                f"XID {xid} logged {count}× in the window: not in the catalog"))
+            continue
+        checks.append(check("xid", component, entry["verdict"], xid, None, "XID", "logged", catalog["source"],
+                            f"XID {xid} ({entry['meaning']}) logged {count}× in the window; action: {entry['action']}"))
+    if not checks:
+        checks.append(check("xid", component, "pass", [], None, "XID", "logged", catalog["source"], "no XID in the window"))
+    return checks
+
+
+# --- the tray ------------------------------------------------------------------------------------
+def peer_medians(gpus, refs):
+    """Median throughput of the tray's GPUs per measurement, where enough GPUs have one."""
+    values = {}
+    for gpu in gpus:
+        for dtype, result in (gpu.get("gemm") or {}).items():
+            if result.get("tflops_median") is not None:
+                values.setdefault(f"gemm.{dtype}", []).append(result["tflops_median"])
+        if (gpu.get("membw") or {}).get("gbps") is not None:
+            values.setdefault("membw", []).append(gpu["membw"]["gbps"])
+    enough = refs.rules["peers"]["min_gpus"]
+    return {name: statistics.median(found) for name, found in values.items() if len(found) >= enough}
+
+
+def judge_run(document, refs):
+    """Fill in each GPU's checks."""
+    tray = peer_medians(document["gpus"], refs)
+    for gpu in document["gpus"]:
+        gpu["checks"] = judge_gpu(gpu, refs, tray)
+
+
+def worst_verdict(checks):
+    verdicts = {c["verdict"] for c in checks}
+    for verdict in ("incomplete", "fail", "warn", "pass"):
+        if verdict in verdicts:
+            return verdict
+    return None

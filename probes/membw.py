@@ -1,0 +1,31 @@
+"""Memory bandwidth: device-to-device copies on one GPU, timed in windows.
+
+Bytes are counted read + written (2 × the buffer per copy), as FIGURES.md's measured H200
+copy figure (about 4.3 TB/s) counts them, so the two compare directly.
+"""
+
+from probes.windows import rate_summary, timed_windows
+
+
+def measure(device, seconds, nbytes, window_s, stop, progress=None):
+    """The `membw` result of docs/probe-output.md; `progress` as in gemm.burn."""
+    progress = {} if progress is None else progress
+
+    def record(windows, finished=False):
+        summary = rate_summary([2 * nbytes * iterations / took / 1e9 for iterations, took in windows], "gbps")
+        progress.update({
+            "gbps": summary.pop("gbps_median"),
+            **summary,
+            "bytes": 2 * nbytes * sum(iterations for iterations, _ in windows),
+            "buffer_bytes": nbytes,
+            "counting": "bytes read + written",
+            "seconds": round(sum(took for _, took in windows), 3),
+            "finished": finished,
+        })
+
+    per_iteration = device.copy(nbytes, 1)  # allocates the buffers; not a window
+    windows = timed_windows(lambda iterations: device.copy(nbytes, iterations), seconds, window_s, stop, per_iteration,
+                            on_window=record)
+    device.release()
+    record(windows, finished=True)
+    return progress

@@ -1,0 +1,265 @@
+"""`python -m probes run`: burn in one tray and judge it (the `run` document of docs/probe-output.md).
+
+The order: read every GPU (identity, counters) and start collecting XIDs; run the load probes
+one after another — GEMM on all GPUs at once, then memory bandwidth, then the NVLink copy
+matrix; read every GPU again; judge. Counters are judged on the deltas between the readings.
+
+`--duration` is the load time of the whole run, shared out 4 : 1 : 1 among gemm, membw and
+nvlink (a probe run alone gets all of it). A probe past its timeout is stopped and reported
+incomplete; what finished stays in the document. A GPU that fails under load is failed with
+its reason while the others finish.
+"""
+
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from probes import gemm, membw, nvlink_bw
+from probes.compute import DTYPES, DeviceError
+from probes.counters import gpu_window
+from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
+from probes.nvml_reader import NvmlReader, XidWatcher
+from probes.snapshot import FORMAT
+from probes.switch_reader import switch_window
+from probes.under_load import LoadSampler
+from probes.windows import window_length
+
+PROBES = ("gemm", "membw", "nvlink", "counters")
+LOAD_SHARE = {"gemm": 4, "membw": 1, "nvlink": 1}
+DEFAULT_DURATION_S = 60.0
+EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 3
+TIMEOUT_SOURCE = "--timeout (default: twice the probe's share of --duration, plus 60 s)"
+
+
+@dataclass
+class RunOptions:
+    duration_s: float = DEFAULT_DURATION_S
+    probes: tuple = PROBES
+    timeout_s: float | None = None  # per probe; None: twice its share of the duration + 60 s
+    references: str | None = None
+    gemm_n: int | None = None  # None: the device's own default size
+
+
+@dataclass
+class ProbeOutcome:
+    results: dict = field(default_factory=dict)  # {gpu index: result}
+    failed: dict = field(default_factory=dict)  # {gpu index: what went wrong on the GPU}
+    unfinished: list = field(default_factory=list)  # GPU indices whose work did not end in time
+    crashed: dict = field(default_factory=dict)  # {gpu index or "tray": error} — a bug, not the GPU
+    timed_out: bool = False
+    extra: dict = field(default_factory=dict)  # {gpu index: more fields of its entry}
+
+
+def plan(probes, duration_s):
+    """Seconds of load for each selected load probe."""
+    loads = [p for p in probes if p in LOAD_SHARE]
+    total = sum(LOAD_SHARE[p] for p in loads)
+    return {p: duration_s * LOAD_SHARE[p] / total for p in loads}
+
+
+def run_tasks(tasks, limit_s, stop, grace_s):
+    """Run {key: task(progress)} in threads; past `limit_s` set `stop`, give them `grace_s` to
+    hand back what they have, and leave the ones that still hang (daemon threads) behind with
+    the progress they recorded as their result."""
+    outcome = ProbeOutcome()
+    progress = {key: {} for key in tasks}
+
+    def work(key, task):
+        try:
+            outcome.results[key] = task(progress[key])
+        except DeviceError as error:
+            outcome.failed[key] = str(error)
+        except Exception as error:  # a bug in a probe: the probe is incomplete, never a pass
+            outcome.crashed[key] = f"{type(error).__name__}: {error}"
+
+    threads = {key: threading.Thread(target=work, args=(key, task), daemon=True, name=f"probe-{key}")
+               for key, task in tasks.items()}
+    for thread in threads.values():
+        thread.start()
+    deadline = time.monotonic() + limit_s
+    for thread in threads.values():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() for thread in threads.values()):
+        outcome.timed_out = True
+        stop.set()
+        deadline = time.monotonic() + grace_s
+        for thread in threads.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    outcome.unfinished = [key for key, thread in threads.items() if thread.is_alive()]
+    for key in outcome.unfinished:
+        if progress[key]:
+            outcome.results[key] = progress[key]
+    return outcome
+
+
+def utc_now():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TrayRun:
+    def __init__(self, backend, options=None):
+        self.backend = backend
+        self.options = options or RunOptions()
+        self.plan = plan(self.options.probes, self.options.duration_s)
+        self.hung = False  # a probe thread never came back: the caller must not wait for it
+
+    def limit(self, seconds):
+        return self.options.timeout_s if self.options.timeout_s is not None else 2 * seconds + 60
+
+    def execute(self):
+        """(document, exit code)."""
+        started, clock_start = utc_now(), time.monotonic()
+        document = {"format": FORMAT, "kind": "run", "tray": self.backend.tray, "hostname": socket.gethostname(),
+                    "backend": self.backend.kind, "started": started, "finished": None, "duration_s": None,
+                    "status": "complete", "system": {}, "probes": {}, "gpus": [], "checks": [], "skipped": [],
+                    "errors": []}
+        if self.backend.switch is not None:
+            self._switch_tray(document)
+        else:
+            self._compute_tray(document)
+        document["finished"] = utc_now()
+        document["duration_s"] = round(time.monotonic() - clock_start, 3)
+        every_check = document["checks"] + [c for gpu in document["gpus"] for c in gpu["checks"]]
+        incomplete = any(p["status"] != "complete" for p in document["probes"].values()) or \
+            worst_verdict(every_check) == "incomplete"
+        document["status"] = "incomplete" if incomplete else "complete"
+        if incomplete:
+            return document, EXIT_INCOMPLETE
+        return document, EXIT_FAILED if any(c["verdict"] == "fail" for c in every_check) else EXIT_OK
+
+    # --- a compute tray ------------------------------------------------------------------------------
+    def _compute_tray(self, document):
+        backend, options = self.backend, self.options
+        reader = NvmlReader(backend.nvml, now=backend.clock.now)
+        document["system"] = reader.system()
+        before = reader.read_all()
+        refs = load_references(next((r.name for r in before if r.name), None), options.references)
+        document["system"]["references"] = refs.sku_source
+        watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
+        gpus = [self._gpu_entry(reading) for reading in before]
+        devices = backend.open_devices() if self.plan else {}
+        for index in range(len(gpus)):
+            if self.plan and index not in devices:
+                gpus[index]["incomplete"].append({"probe": "load", "reason": "the GPU is not visible to the compute backend"})
+        if not self.plan:
+            backend.clock.sleep(options.duration_s)  # counters alone: a window of --duration
+        for probe, seconds in self.plan.items():
+            alive = {i: d for i, d in devices.items() if not gpus[i]["failures"] and not gpus[i]["incomplete"]}
+            runner = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink}[probe]
+            began = time.monotonic()
+            outcome = runner(alive, seconds, reader) if alive else ProbeOutcome()
+            self._record(document, gpus, probe, seconds, outcome, time.monotonic() - began)
+        after = reader.read_all(identity=False)
+        events = watcher.stop() if watcher else []
+        for gpu, first, last in zip(gpus, before, after):
+            gpu["lost"] = first.lost or last.lost
+            gpu["after"] = last.to_dict()
+            if watcher:
+                gpu["counters"] = gpu_window(first, last, [e for e in events if e["gpu"] == gpu["index"]])
+        document["errors"] += [entry["error"] for entry in (watcher.errors if watcher else [])]
+        document["gpus"] = gpus
+        for gpu in gpus:
+            for dtype, result in (gpu.get("gemm") or {}).items():
+                if "skipped" in result:
+                    document["skipped"].append({"component": f"gpu{gpu['index']}", "what": f"gemm.{dtype}",
+                                                "reason": result["skipped"]})
+        judge_run(document, refs)
+        for gpu in gpus:
+            for unfinished in gpu.pop("incomplete"):
+                gpu["checks"].append(check(f"{unfinished['probe']}.finished", f"gpu{gpu['index']}", "incomplete", None, None,
+                                           "", "", TIMEOUT_SOURCE, unfinished["reason"]))
+
+    @staticmethod
+    def _gpu_entry(reading):
+        return {
+            "index": reading.index, "id_hint": f"gpu{reading.index}", "uuid": reading.uuid, "name": reading.name,
+            "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "platform": reading.platform,
+            "vbios": reading.vbios, "lost": reading.lost, "before": reading.to_dict(), "failures": [], "incomplete": [],
+        }
+
+    def _record(self, document, gpus, probe, seconds, outcome, took):
+        for index, result in outcome.results.items():
+            gpus[index][probe] = result
+        for index, fields in outcome.extra.items():
+            gpus[index].update(fields)
+        for index, error in outcome.failed.items():
+            gpus[index]["failures"].append({"probe": probe, "error": error})
+            gpus[index]["lost_reason"] = error
+        for index in outcome.unfinished:
+            gpus[index]["incomplete"].append({"probe": probe, "reason": f"{probe} did not finish within its "
+                                              f"{self.limit(seconds):.0f} s timeout (the GPU or its driver hangs?)"})
+            self.hung = True
+        error = None
+        if outcome.timed_out:
+            error = f"stopped at its {self.limit(seconds):.0f} s timeout"
+        if outcome.crashed:
+            error = "; ".join(f"{'gpu' if isinstance(k, int) else ''}{k}: {e}" for k, e in outcome.crashed.items())
+        status = "incomplete" if error else "complete"
+        document["probes"][probe] = {"status": status, "duration_s": round(took, 3), "planned_s": round(seconds, 3),
+                                     "error": error}
+        if error:
+            document["checks"].append(check(f"probe.{probe}", "tray", "incomplete", round(took, 3), self.limit(seconds),
+                                            "seconds", ">", TIMEOUT_SOURCE, f"{probe}: {error}"))
+
+    # --- the load probes ----------------------------------------------------------------------------
+    def _gemm(self, devices, seconds, reader):
+        window = window_length(seconds / len(DTYPES))
+        stop = threading.Event()
+        sampler = LoadSampler(reader, devices, window).start()
+
+        def burn_all_dtypes(device, progress):
+            supported = [d for d in DTYPES if device.unsupported_reason(d) is None]
+            for dtype in DTYPES:
+                if stop.is_set():
+                    progress[dtype] = {"skipped": "not run: gemm was stopped at its timeout"}
+                    continue
+                n = self.options.gemm_n or device.default_gemm_n
+                share = seconds / max(1, len(supported))
+                progress[dtype] = {}
+                gemm.burn(device, dtype, share, n, window, stop, progress=progress[dtype])
+            return progress
+
+        outcome = run_tasks({i: (lambda progress, d=d: burn_all_dtypes(d, progress)) for i, d in devices.items()},
+                            self.limit(seconds), stop, grace_s=2 * window + 1)
+        outcome.extra = {index: {"under_load": summary} for index, summary in sampler.stop().items()}
+        return outcome
+
+    def _membw(self, devices, seconds, reader):
+        window = window_length(seconds)
+        stop = threading.Event()
+        return run_tasks({i: (lambda progress, d=d: membw.measure(d, seconds, d.default_copy_bytes, window, stop, progress))
+                          for i, d in devices.items()}, self.limit(seconds), stop, grace_s=2 * window + 1)
+
+    def _nvlink(self, devices, seconds, reader):
+        window = window_length(seconds / max(1, len(devices) * (len(devices) - 1)))
+        stop = threading.Event()
+        holder = run_tasks({"tray": lambda progress: nvlink_bw.measure(devices, reader, seconds, window, stop, progress)},
+                           self.limit(seconds), stop, grace_s=2 * window + 1)
+        outcome = ProbeOutcome(timed_out=holder.timed_out, crashed=holder.crashed)
+        found = holder.results.get("tray") or {}
+        outcome.results, outcome.failed = found.get("results", {}), found.get("failures", {})
+        if holder.unfinished:
+            outcome.unfinished = list(devices)
+        return outcome
+
+    # --- a switch tray -----------------------------------------------------------------------------------
+    def _switch_tray(self, document):
+        switch = self.backend.switch
+        document["system"] = {"switch_tray": True, "supported": switch.supported}
+        if not switch.supported:
+            document["switch"] = {"supported": False, "reason": switch.reason}
+            document["skipped"].append({"component": "tray", "what": "switch ports", "reason": switch.reason})
+            return
+        refs = load_references(None, self.options.references)
+        began = time.monotonic()
+        before = switch.read()
+        self.backend.clock.sleep(self.options.duration_s)  # the compute trays' load runs meanwhile
+        after = switch.read()
+        links = switch_window(before, after)
+        window = after["time"] - before["time"]
+        document["switch_links"] = links
+        document["probes"]["switch_counters"] = {"status": "complete", "duration_s": round(time.monotonic() - began, 3),
+                                                 "planned_s": self.options.duration_s, "error": None}
+        document["checks"] += switch_checks(links, window, refs)

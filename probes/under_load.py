@@ -1,0 +1,46 @@
+"""Clocks, power and temperature sampled while a load runs — once a window, not in a tight loop."""
+
+import statistics
+import threading
+
+
+class LoadSampler:
+    def __init__(self, reader, indices, interval_s):
+        self.reader = reader
+        self.indices = list(indices)
+        self.interval_s = interval_s
+        self.samples = {i: [] for i in self.indices}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-sampler", daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(self.interval_s):
+            for index in self.indices:
+                reading = self.reader.read_under_load(index)
+                if not reading.lost:
+                    self.samples[index].append(reading)
+
+    def stop(self):
+        """{index: summary of the samples} (docs/probe-output.md `under_load`)."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return {index: summarize(samples) for index, samples in self.samples.items()}
+
+
+def summarize(samples):
+    def values(name):
+        return [getattr(s, name) for s in samples if getattr(s, name) is not None]
+
+    temperatures, power, clocks = values("temperature_c"), values("power_w"), values("sm_clock_mhz")
+    reasons = sorted({r for s in samples for r in (s.clocks_event_reasons or []) if r != "gpu_idle"})
+    return {
+        "samples": len(samples),
+        "temperature_c_max": max(temperatures) if temperatures else None,
+        "power_w_median": round(statistics.median(power), 1) if power else None,
+        "sm_clock_mhz_median": statistics.median(clocks) if clocks else None,
+        "clocks_event_reasons": reasons,
+    }

@@ -1,0 +1,121 @@
+"""The link-health snapshot of a tray, and the switch trays that see the same links from the
+other end: in code on a simulated clock, and as `python -m probes snapshot|run`."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from probes.sim import SimNvml
+from probes.sim.switch import SimSwitchTray
+from probes.snapshot import take_snapshot
+from probes.switch_reader import SimSwitchReader, switch_window
+
+SEEDED = """
+seed: 7
+faults:
+  - {kind: link_errors, link: ct05/gpu1/nvl07, crc_per_s: 180, replay_per_s: 0.8, ber: 3.0e-11}
+  - {kind: link_flap, link: ct07/gpu0/nvl13, start_s: 2, period_s: 30, down_s: 2}
+"""
+
+
+def probe(*args, stdin=None):
+    proc = subprocess.run([sys.executable, "-m", "probes", *map(str, args)], capture_output=True, text=True,
+                          input=stdin, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_a_ten_minute_snapshot_on_a_simulated_clock(sim_rack):
+    rack = sim_rack(SEEDED)
+    nvml = SimNvml(rack, "ct05")
+    nvml.nvmlInit()
+    document = take_snapshot(nvml, 600, sleep=rack.clock.sleep, tray="ct05")
+    assert rack.now() == pytest.approx(600)  # only the window moved the clock
+    assert (document["format"], document["kind"], document["tray"], document["window_seconds"]) == \
+        ("opsctl-probe/1", "snapshot", "ct05", 600.0)
+    assert len(document["links"]) == 4 * 18
+    bad = next(row for row in document["links"] if (row["gpu"], row["port"]) == (1, 7))
+    assert 107_000 <= bad["crc_errors"] <= 109_000 and 470 <= bad["replay_errors"] <= 490
+    assert bad["side"] == "gpu" and bad["state"] == "up" and bad["link_down_events"] == 0
+    others = [row for row in document["links"] if (row["gpu"], row["port"]) != (1, 7)]
+    assert all(row["replay_errors"] == 0 and row["crc_errors"] < 100 for row in others)
+    # The flapping link on ct07 makes every other GPU of the domain log XID 145, ct05's too.
+    assert all(gpu["reachable"] and set(gpu["xids"]) == {145} for gpu in document["gpus"])
+
+
+def test_a_lost_gpu_is_unreachable_with_no_links(sim_rack):
+    rack = sim_rack("faults: [{kind: gpu_lost, gpu: ct02/gpu3, start_s: 5}]")
+    nvml = SimNvml(rack, "ct02")
+    nvml.nvmlInit()
+    document = take_snapshot(nvml, 60, sleep=rack.clock.sleep)
+    assert [gpu["reachable"] for gpu in document["gpus"]] == [True, True, True, False]
+    assert {row["gpu"] for row in document["links"]} == {0, 1, 2}
+    # XID 79 was logged as the GPU fell off the bus, inside the window.
+    assert 79 in document["gpus"][3]["xids"]
+
+
+def test_the_switch_end_of_a_link_counts_what_the_gpu_end_counts(sim_rack):
+    rack = sim_rack(SEEDED)
+    switch = SimSwitchReader(SimSwitchTray(rack, "st4"))  # port 7 lands on chip 7: st4/sw1
+    nvml = SimNvml(rack, "ct05")
+    nvml.nvmlInit()
+    before = switch.read()
+    gpu_side = take_snapshot(nvml, 100, sleep=rack.clock.sleep)
+    rows = switch_window(before, switch.read())
+    assert len(rows) == 2 * 72 and {row["chip"] for row in rows} == {"sw0", "sw1"}
+    seen = next(row for row in rows if row["link"] == "ct05/gpu1/nvl07")
+    gpu_row = next(row for row in gpu_side["links"] if (row["gpu"], row["port"]) == (1, 7))
+    assert seen["side"] == "switch" and seen["chip"] == "sw1" and seen["switch_port"] == 17  # rack GPU index 17
+    assert seen["peer_gpu"] == "ct05/gpu1" and seen["peer_port"] == 7
+    for counter in ("crc_errors", "replay_errors"):
+        assert seen["deltas"][counter] == pytest.approx(gpu_row[counter], abs=1)
+    assert seen["effective_ber"] == pytest.approx(3e-11)
+
+
+def test_switch_trays_from_the_command_line(tmp_path, rack07_topology):
+    from opsctl.simulation import compile_rack_spec
+    from opsctl.simulation.scenario import scenario_from_text
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(compile_rack_spec(scenario_from_text(SEEDED), rack07_topology).to_dict()))
+    code, out, err = probe("run", "--backend", "sim", "--sim-spec", spec, "--tray", "st4", "--duration", "1", "--json")
+    assert code == 1, err
+    run = json.loads(out)
+    assert run["gpus"] == [] and len(run["switch_links"]) == 144 and run["system"]["switch_tray"]
+    failed = [c for c in run["checks"] if c["verdict"] == "fail"]
+    assert failed and all(c["component"] == "sw1" and c["link"] == "ct05/gpu1/nvl07" and c["switch_port"] == 17
+                          for c in failed)
+    assert {c["check"] for c in failed} >= {"nvlink.crc_errors", "nvlink.effective_ber"}
+    code, out, err = probe("snapshot", "--backend", "sim", "--sim-spec", spec, "--tray", "st7", "--window", "1", "--json")
+    assert code == 0, err
+    snapshot = json.loads(out)
+    assert all(row["side"] == "switch" and "gpu" not in row and "port" not in row for row in snapshot["links"])
+    flap = next(row for row in snapshot["links"] if row["link"] == "ct07/gpu0/nvl13")
+    assert flap["chip"] == "sw1" and flap["peer_gpu"] == "ct07/gpu0"
+
+
+def test_a_real_switch_tray_says_it_cannot_be_read():
+    code, out, err = probe("run", "--tray", "st3", "--duration", "1", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["switch"]["supported"] is False and "NVOS" in document["switch"]["reason"]
+    assert document["checks"] == [] and document["skipped"][0]["what"] == "switch ports"
+    code, out, err = probe("snapshot", "--tray", "st3", "--window", "1", "--json")
+    assert code == 0 and json.loads(out)["links"] == [] and json.loads(out)["switch"]["supported"] is False
+
+
+def test_the_snapshot_command_on_a_compute_tray(tmp_path, rack07_topology):
+    from opsctl.simulation import compile_rack_spec
+    from opsctl.simulation.scenario import scenario_from_text
+
+    spec = json.dumps(compile_rack_spec(scenario_from_text(SEEDED), rack07_topology).to_dict())
+    code, out, err = probe("snapshot", "--backend", "sim", "--sim-spec", "-", "--tray", "ct05", "--window", "2",
+                           "--json", stdin=spec)
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["tray"] == "ct05" and document["window_seconds"] == 2.0
+    bad = next(row for row in document["links"] if (row["gpu"], row["port"]) == (1, 7))
+    assert 300 <= bad["crc_errors"] <= 420
+    code, out, err = probe("snapshot", "--backend", "sim", "--sim-spec", "-", "--tray", "ct05", "--window", "1", stdin=spec)
+    assert code == 0 and "snapshot of tray ct05" in out and "'port': 7" in out  # the summary names the bad link
