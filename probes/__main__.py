@@ -10,11 +10,11 @@ import os
 import sys
 
 from probes.backend import BackendError, open_backend
-from probes.judge import ReferenceError
+from probes.judge import ReferencesError
 from probes.run import DEFAULT_DURATION_S, PROBES, RunOptions, TrayRun
 from probes.snapshot import take_snapshot, take_switch_snapshot
 
-EXIT_USAGE = 2
+EXIT_USAGE, EXIT_INCOMPLETE = 2, 3
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -32,6 +32,16 @@ def positive(text):
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be above 0: {text}")
+    return value
+
+
+def gemm_size(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 16:
+        raise argparse.ArgumentTypeError(f"must be at least 16: {text}")
     return value
 
 
@@ -63,7 +73,7 @@ def build_parser():
     run.add_argument("--timeout", type=positive, metavar="S",
                      help="the most seconds one probe may run (default: twice its share of --duration plus 60)")
     run.add_argument("--references", metavar="FILE", help="judge against this reference file instead of the SKU's own")
-    run.add_argument("--gemm-size", type=int, metavar="N", help="GEMM size N (N×N×N; default 16384 on a GPU)")
+    run.add_argument("--gemm-size", type=gemm_size, metavar="N", help="GEMM size N (N×N×N; default 16384 on a GPU)")
     snapshot = commands.add_parser("snapshot", help="NVLink counters over a window, deltas only")
     backend_options(snapshot)
     snapshot.add_argument("--window", type=positive, default=10.0, metavar="S", help="seconds between the readings (default 10)")
@@ -78,43 +88,50 @@ def build_parser():
 def main(argv=None, stdin=None):
     """Run the command; returns (exit code, whether a probe thread was left hanging)."""
     args = build_parser().parse_args(argv)
-    stdin = stdin or sys.stdin
+    command = {"run": run_command, "snapshot": snapshot_command, "collective": collective_command}[args.command]
     try:
-        if args.command == "collective":
-            from probes.collective import run_collective
-
-            document, code = run_collective(args, stdin)
-            emit(document, args.as_json)
-            return code, False
-        backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
-    except BackendError as error:
+        return command(args, stdin or sys.stdin)
+    except (BackendError, ReferencesError) as error:
         sys.stderr.write(f"probes: {error}\n")
-        return error.exit_code, False
+        return getattr(error, "exit_code", EXIT_USAGE), False
+    except Exception as error:  # a bug: one line, and the tray is not a pass
+        if os.environ.get("PROBES_DEBUG"):
+            raise
+        sys.stderr.write(f"probes: internal error: {type(error).__name__}: {error} (PROBES_DEBUG=1 shows the traceback)\n")
+        return EXIT_INCOMPLETE, False
+
+
+def run_command(args, stdin):
+    backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
     try:
-        if args.command == "snapshot":
-            document = snapshot(backend, args.window)
-            emit(document, args.as_json)
-            return 0, False
-        if args.gemm_size is not None and args.gemm_size < 16:
-            sys.stderr.write("probes: --gemm-size must be at least 16\n")
-            return EXIT_USAGE, False
         run = TrayRun(backend, RunOptions(duration_s=args.duration, probes=args.probes, timeout_s=args.timeout,
                                           references=args.references, gemm_n=args.gemm_size))
-        try:
-            document, code = run.execute()
-        except ReferenceError as error:
-            sys.stderr.write(f"probes: {error}\n")
-            return EXIT_USAGE, False
+        document, code = run.execute()
         emit(document, args.as_json)
         return code, run.hung
     finally:
         backend.close()
 
 
-def snapshot(backend, window_s):
-    if backend.switch is not None:
-        return take_switch_snapshot(backend.switch, window_s, sleep=backend.clock.sleep, tray=backend.tray)
-    return take_snapshot(backend.nvml, window_s, sleep=backend.clock.sleep, tray=backend.tray)
+def snapshot_command(args, stdin):
+    backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    try:
+        if backend.switch is not None:
+            document = take_switch_snapshot(backend.switch, args.window, sleep=backend.clock.sleep, tray=backend.tray)
+        else:
+            document = take_snapshot(backend.nvml, args.window, sleep=backend.clock.sleep, tray=backend.tray)
+        emit(document, args.as_json)
+        return 0, False
+    finally:
+        backend.close()
+
+
+def collective_command(args, stdin):
+    from probes.collective import run_collective
+
+    document, code = run_collective(args, stdin)
+    emit(document, args.as_json)
+    return code, False
 
 
 def emit(document, as_json):

@@ -24,7 +24,7 @@ PEER_COPY_SOURCE = "a pair of GPUs that cannot copy to each other has no NVLink 
 LOST_SOURCE = "NVML_AND_XID.md: GPU_IS_LOST / XID 79, the GPU fell off the bus: reboot the machine"
 
 
-class ReferenceError(ValueError):
+class ReferencesError(ValueError):
     """A references file that cannot be used."""
 
 
@@ -40,9 +40,9 @@ def _load(path):
     try:
         data = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as error:
-        raise ReferenceError(f"{path}: {str(error).splitlines()[0]}") from None
+        raise ReferencesError(f"{path}: {str(error).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise ReferenceError(f"{path}: not a mapping")
+        raise ReferencesError(f"{path}: not a mapping")
     return data
 
 
@@ -58,7 +58,7 @@ def load_references(gpu_name=None, path=None, sku=None):
         sku = _load(path)
         for key in ("gemm", "membw", "nvlink_peer"):
             if key in sku and not isinstance(sku[key], dict):
-                raise ReferenceError(f"{path}: {key} must be a mapping")
+                raise ReferencesError(f"{path}: {key} must be a mapping")
         return References(sku, rules, xids, str(path))
     for file in sku_files():
         data = _load(file)

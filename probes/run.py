@@ -132,14 +132,19 @@ class TrayRun:
     # --- a compute tray ------------------------------------------------------------------------------
     def _compute_tray(self, document):
         backend, options = self.backend, self.options
+        devices = backend.open_devices() if self.plan else {}  # first: a tray that cannot load fails fast
         reader = NvmlReader(backend.nvml, now=backend.clock.now)
         document["system"] = reader.system()
         before = reader.read_all()
-        refs = load_references(next((r.name for r in before if r.name), None), options.references)
+        gpu_name = next((r.name for r in before if r.name), None)
+        refs = load_references(gpu_name, options.references)
         document["system"]["references"] = refs.sku_source
+        if refs.sku is None:
+            document["skipped"].append({"component": "tray", "what": "reference figures",
+                                        "reason": f"no reference file for {gpu_name!r}: throughput is judged against "
+                                                  f"the tray's other GPUs only"})
         watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
         gpus = [self._gpu_entry(reading) for reading in before]
-        devices = backend.open_devices() if self.plan else {}
         for index in range(len(gpus)):
             if self.plan and index not in devices:
                 gpus[index]["incomplete"].append({"probe": "load", "reason": "the GPU is not visible to the compute backend"})

@@ -197,6 +197,7 @@ def test_the_spec_can_come_on_stdin_and_an_unreachable_tray_is_down(spec_file):
     (["snapshot", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct99"], "has no tray 'ct99'"),
     (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references", "/nonexistent.yaml"],
      "/nonexistent.yaml"),
+    (["run", "--gemm-size", "8"], "must be at least 16"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(spec_file, args, fragment):
