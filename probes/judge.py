@@ -141,14 +141,14 @@ def _throughput_checks(component, name, value, unit, sku_figure, key, peer_media
     checks = []
     if sku_figure and key in sku_figure:
         checks.append(compare(name, component, value, "<", sku_figure[key], unit, sku_figure["source"],
-                              f"{what}: {value:.0f} {unit}"))
+                              f"{what}: {value:.4g} {unit}"))
     rule = refs.rules["peers"]
     if peer_median:
         floor = round(peer_median * (1 - rule["max_below_median_pct"] / 100), 2)
         below = 100 * (1 - value / peer_median)
         checks.append(compare(f"{name}.peers", component, value, "<", floor, unit, rule["source"],
-                              f"{value:.0f} {unit} is {below:.1f}% below the tray median {peer_median:.0f}" if below > 0
-                              else f"{value:.0f} {unit}, at or above the tray median {peer_median:.0f}"))
+                              f"{value:.4g} {unit} is {below:.1f}% below the tray median {peer_median:.4g}" if below > 0
+                              else f"{value:.4g} {unit}, at or above the tray median {peer_median:.4g}"))
     return checks
 
 

@@ -145,36 +145,44 @@ class TrayRun:
                                                   f"the tray's other GPUs only"})
         watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
         gpus = [self._gpu_entry(reading) for reading in before]
-        for index in range(len(gpus)):
-            if self.plan and index not in devices:
-                gpus[index]["incomplete"].append({"probe": "load", "reason": "the GPU is not visible to the compute backend"})
-        if not self.plan:
-            backend.clock.sleep(options.duration_s)  # counters alone: a window of --duration
-        for probe, seconds in self.plan.items():
-            alive = {i: d for i, d in devices.items() if not gpus[i]["failures"] and not gpus[i]["incomplete"]}
-            runner = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink}[probe]
-            began = time.monotonic()
-            outcome = runner(alive, seconds, reader) if alive else ProbeOutcome()
-            self._record(document, gpus, probe, seconds, outcome, time.monotonic() - began)
+        self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
         events = watcher.stop() if watcher else []
         for gpu, first, last in zip(gpus, before, after):
-            gpu["lost"] = first.lost or last.lost
             gpu["after"] = last.to_dict()
+            gpu["lost"] = first.lost or last.lost
+            if gpu["lost"]:
+                gpu["lost_reason"] = next((f["error"] for f in gpu["failures"]), "the GPU stopped answering NVML (GPU_IS_LOST)")
             if watcher:
                 gpu["counters"] = gpu_window(first, last, [e for e in events if e["gpu"] == gpu["index"]])
-        document["errors"] += [entry["error"] for entry in (watcher.errors if watcher else [])]
-        document["gpus"] = gpus
-        for gpu in gpus:
             for dtype, result in (gpu.get("gemm") or {}).items():
                 if "skipped" in result:
                     document["skipped"].append({"component": f"gpu{gpu['index']}", "what": f"gemm.{dtype}",
                                                 "reason": result["skipped"]})
+        document["errors"] += [entry["error"] for entry in (watcher.errors if watcher else [])]
+        document["gpus"] = gpus
         judge_run(document, refs)
         for gpu in gpus:
             for unfinished in gpu.pop("incomplete"):
-                gpu["checks"].append(check(f"{unfinished['probe']}.finished", f"gpu{gpu['index']}", "incomplete", None, None,
-                                           "", "", TIMEOUT_SOURCE, unfinished["reason"]))
+                gpu["checks"].append(check(f"{unfinished['probe']}.finished", f"gpu{gpu['index']}", "incomplete", None,
+                                           None, "", "", unfinished["source"], unfinished["reason"]))
+
+    def _load(self, document, gpus, devices, reader):
+        """The load probes one after another, each on the GPUs that have not failed or hung."""
+        if not self.plan:
+            self.backend.clock.sleep(self.options.duration_s)  # counters alone: a window of --duration
+            return
+        for index, gpu in enumerate(gpus):
+            if index not in devices:
+                gpu["incomplete"].append({"probe": "load", "reason": "the GPU is not visible to the compute backend "
+                                          "(CUDA_VISIBLE_DEVICES, or CUDA cannot open it)",
+                                          "source": "a GPU the load probes cannot reach is not judged a pass"})
+        runners = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink}
+        for probe, seconds in self.plan.items():
+            alive = {i: d for i, d in devices.items() if not gpus[i]["failures"] and not gpus[i]["incomplete"]}
+            began = time.monotonic()
+            outcome = runners[probe](alive, seconds, reader) if alive else ProbeOutcome()
+            self._record(document, gpus, probe, seconds, outcome, time.monotonic() - began)
 
     @staticmethod
     def _gpu_entry(reading):
@@ -191,10 +199,10 @@ class TrayRun:
             gpus[index].update(fields)
         for index, error in outcome.failed.items():
             gpus[index]["failures"].append({"probe": probe, "error": error})
-            gpus[index]["lost_reason"] = error
         for index in outcome.unfinished:
-            gpus[index]["incomplete"].append({"probe": probe, "reason": f"{probe} did not finish within its "
-                                              f"{self.limit(seconds):.0f} s timeout (the GPU or its driver hangs?)"})
+            gpus[index]["incomplete"].append({"probe": probe, "source": TIMEOUT_SOURCE, "reason": f"{probe} did not "
+                                              f"finish within its {self.limit(seconds):.0f} s timeout (the GPU or its "
+                                              f"driver hangs?)"})
             self.hung = True
         error = None
         if outcome.timed_out:
