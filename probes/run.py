@@ -134,6 +134,8 @@ class TrayRun:
         backend, options = self.backend, self.options
         devices = backend.open_devices() if self.plan else {}  # first: a tray that cannot load fails fast
         reader = NvmlReader(backend.nvml, now=backend.clock.now)
+        # XIDs from the start: the window opens before the first reading, not after it.
+        watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
         document["system"] = reader.system()
         before = reader.read_all()
         gpu_name = next((r.name for r in before if r.name), None)
@@ -143,7 +145,6 @@ class TrayRun:
             document["skipped"].append({"component": "tray", "what": "reference figures",
                                         "reason": f"no reference file for {gpu_name!r}: throughput is judged against "
                                                   f"the tray's other GPUs only"})
-        watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
         gpus = [self._gpu_entry(reading) for reading in before]
         self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
