@@ -190,7 +190,7 @@ class TrayRun:
         return {
             "index": reading.index, "id_hint": f"gpu{reading.index}", "uuid": reading.uuid, "name": reading.name,
             "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "platform": reading.platform,
-            "vbios": reading.vbios, "lost": reading.lost, "before": reading.to_dict(), "failures": [], "incomplete": [],
+            "vbios": reading.vbios, "inforom": reading.inforom, "lost": reading.lost, "before": reading.to_dict(), "failures": [], "incomplete": [],
         }
 
     def _record(self, document, gpus, probe, seconds, outcome, took):
