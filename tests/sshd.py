@@ -165,3 +165,39 @@ def sshd(tmp_path_factory):
     server = start_sshd(tmp_path_factory.mktemp("sshd"))
     yield server
     server.stop()
+
+
+@dataclass
+class RackRun:
+    """A finished `opsctl burnin` of a simulated rack over ssh: its exit code, output and folder."""
+
+    code: int
+    out: str
+    err: str
+    run: Path
+    inventory: Path
+
+    def summary(self):
+        import json
+
+        return json.loads((self.run / "summary.json").read_text())
+
+
+def burnin_over_ssh(server, root, scenario, *args, timeout=600):
+    """Burn in a whole simulated NVL72 rack whose 27 trays are this server's addresses."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    known_hosts = server.write_known_hosts(root / "known_hosts")
+    inventory = server.inventory(root / "inventory.yaml", scenario=scenario, known_hosts=known_hosts)
+    run = root / "run"
+    process = subprocess.run([sys.executable, "-m", "opsctl", "--inventory", str(inventory), "burnin", "rack07",
+                              "--out", str(run), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return RackRun(process.returncode, process.stdout, process.stderr, run, inventory)
+
+
+@pytest.fixture(scope="session")
+def rack07_over_ssh(sshd, tmp_path_factory):
+    """rack07 with its seeded faults, burned in over ssh once for the session. 8 s of load a tray:
+    the hot GPU throttles only after 3 s of sustained GEMM (the GEMM gets 4/6 of the load)."""
+    scenario = Path(__file__).resolve().parent.parent / "opsctl" / "data" / "scenarios" / "rack07-seeded.yaml"
+    return burnin_over_ssh(sshd, tmp_path_factory.mktemp("rack07-ssh"), scenario, "--duration", 8)

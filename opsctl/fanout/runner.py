@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from opsctl.backend import sim_spec_for
@@ -54,7 +54,6 @@ class TrayResult:
     started: float = 0.0  # unix time
     seconds: float = 0.0
     transport: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def complete(self):
@@ -108,7 +107,9 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
 
     def one(tray):
         if stop.is_set():
-            return _incomplete(tray, transport, "not started: the run was interrupted", interrupted=True)
+            result = _incomplete(tray, transport, "not started: the run was interrupted", interrupted=True)
+            call(on_result, result)
+            return result
         call(on_start, tray)
         started, clock = time.time(), time.monotonic()
         try:

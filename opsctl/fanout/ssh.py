@@ -26,7 +26,7 @@ from opsctl.errors import InputError
 from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-POLL_S = 0.2
+POLL_S = 0.5  # how often a waiting tray checks for Ctrl-C and its deadline (data wakes it at once)
 READ_BYTES = 1 << 16
 _PYTHON_PATH = re.compile(r"[A-Za-z0-9_./+-]+")
 

@@ -1,0 +1,1 @@
+"""Acceptance before rack handover: burn-in judged by a versioned criteria file."""

@@ -1,0 +1,256 @@
+"""The rack's verdict from its trays' probe documents.
+
+What each probe judged on its tray (a GPU against its SKU's references, counters against
+DCGM's rules) is kept, with CONTRACT's ids. On top of it, across the rack: each GPU against
+the other GPUs of its SKU (rack_relative.py), every link's health over the window with the
+links nobody could read marked so (link_health.py), trays that did not report, and the
+failing links handed to the localizer so the verdict names parts, not only links.
+
+PASS: every tray reported and nothing failed. FAIL (exit 1): something failed, even if some
+trays are missing too. INCOMPLETE (exit 3): nothing failed, but not everything was seen.
+"""
+
+from dataclasses import dataclass, field, replace
+
+from opsctl.burnin.checks import Check, worst
+from opsctl.burnin.link_health import link_rows, rack_snapshot
+from opsctl.burnin.parts import suspect_parts
+from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
+from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+
+PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
+# XIDs a GPU logs when one of its NVLink links fails (NVML_AND_XID.md: 74 NVLink error, 149
+# NVLink 5 link down): the fault is the link, which the link's own counters judge.
+LINK_XIDS = (74, 149)
+# The XID every other GPU of an NVL72 domain logs when one link goes down (NVML_AND_XID.md).
+DOWNSTREAM_XID = 145
+DOWNSTREAM_SOURCE = ("NVML_AND_XID.md: one failing link makes the other GPUs of the domain log downstream XIDs (145); "
+                     "the origin is the link that logged recovery events first, not every GPU that logged an XID")
+# Link checks that say the link went down or retrained: what makes a link an origin.
+ORIGIN_CHECKS = ("nvlink.link_down_events", "nvlink.recovery_errors", "xid")
+EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAILED, INCOMPLETE: EXIT_INCOMPLETE}
+TRAY_SOURCE = "CONTRACT.md: a tray unreachable, a probe crashed or timed out is incomplete, never a pass"
+
+
+@dataclass
+class TrayOutcome:
+    """What the run knows about one tray (from the run's journal)."""
+
+    tray: str
+    status: str  # complete | incomplete | missing (not in the inventory) | not run
+    exit_code: int | None = None
+    reason: str | None = None
+    seconds: float | None = None
+    host: str | None = None
+
+
+@dataclass
+class RackJudgment:
+    rack: str
+    model: str
+    verdict: str
+    checks: list
+    trays: list  # dicts
+    gpus: list  # dicts, one per GPU of the model
+    links: list  # LinkRow
+    failing: dict  # gpus, links, trays, other: component ids
+    suspects: list | None
+    localizer: str
+    notes: list = field(default_factory=list)
+    snapshot: dict | None = None
+
+    @property
+    def exit_code(self):
+        return EXIT_CODES[self.verdict]
+
+    def failures(self, warnings_fail=False):
+        bad = {"fail", "warn"} if warnings_fail else {"fail"}
+        return [c for c in self.checks if c.verdict in bad]
+
+    def failing_parts(self):
+        parts = [s["component"] for s in self.suspects or [] if not s.get("alternative_to")]
+        return list(dict.fromkeys(parts + self.failing["gpus"] + self.failing["links"] + self.failing["other"]))
+
+    def to_dict(self):
+        return {
+            "rack": self.rack, "model": self.model, "verdict": self.verdict, "exit_code": self.exit_code,
+            "failing": self.failing, "suspects": self.suspects, "localizer": self.localizer,
+            "trays": self.trays, "gpus": self.gpus, "links": [row.to_dict() for row in self.links],
+            "checks": [c.to_dict() for c in self.checks], "notes": self.notes,
+        }
+
+
+@dataclass
+class _Readings:
+    """What the trays' documents hold, gathered with CONTRACT's ids."""
+
+    trays: list = field(default_factory=list)  # one dict per tray of the model
+    checks: list = field(default_factory=list)  # the probes' checks
+    gpus: dict = field(default_factory=dict)  # GPU id -> its entry of its tray's document
+    switch_ports: dict = field(default_factory=dict)  # (switch chip id, port) -> the port's row
+    system: dict = field(default_factory=dict)  # tray -> its document's `system`
+    notes: list = field(default_factory=list)  # what a probe said it skipped, and why
+
+
+def judge_rack(rack, topology, documents, outcomes, criteria):
+    """documents: tray -> probe `run` document; outcomes: tray -> TrayOutcome."""
+    model = rack.model
+    readings = _gather(rack, documents, outcomes)
+    rack_gpus = [RackGpu(gpu_id, str(reading.get("name") or model.sku), reading)
+                 for gpu_id, reading in readings.gpus.items() if not reading.get("lost")]
+    relative, relative_notes = judge_rack_relative(rack_gpus, criteria)
+    notes = readings.notes + relative_notes
+    bad = {"fail", "warn"} if criteria.warnings_fail else {"fail"}
+    checks = _link_xids_to_their_link(readings.checks + relative, bad, topology)
+    checks = _explain_downstream_xids(checks, bad, topology)
+
+    links = link_rows(topology, readings.gpus, readings.switch_ports, checks)
+    gpus = _gpu_rows(rack, readings.gpus, readings.system, checks)
+    window = max((float((r.get("counters") or {}).get("window_s") or 0) for r in readings.gpus.values()), default=0.0)
+    snapshot = rack_snapshot(
+        rack.name, model.name, window or 1.0, links,
+        [{"id": gpu_id, "reachable": not reading.get("lost"), "xids": _xid_events(reading)}
+         for gpu_id, reading in readings.gpus.items()],
+        [{"tray": t["tray"], "status": "complete" if t["status"] == "complete" else "unreachable", "error": t["reason"]}
+         for t in readings.trays if t["status"] != "missing"],
+    )
+    failing = _failing(checks, bad, topology)
+    suspects, localizer = suspect_parts(snapshot, topology) if failing["links"] or failing["gpus"] else ([], "nothing to localize")
+    if any(c.verdict in bad for c in checks):
+        verdict = FAIL
+    elif any(c.verdict == "incomplete" for c in checks):
+        verdict = INCOMPLETE
+    else:
+        verdict = PASS
+    return RackJudgment(rack=rack.name, model=model.name, verdict=verdict, checks=checks, trays=readings.trays,
+                        gpus=gpus, links=links, failing=failing, suspects=suspects, localizer=localizer, notes=notes,
+                        snapshot=snapshot)
+
+
+def _gather(rack, documents, outcomes):
+    model = rack.model
+    found = _Readings()
+    for tray_name in model.tray_names():
+        tray_id = model.tray_id(rack.name, tray_name)
+        outcome = outcomes.get(tray_name) or TrayOutcome(tray_name, "not run", reason="the run did not reach it")
+        document = documents.get(tray_name)
+        found.trays.append({"tray": tray_name, "id": tray_id, "switch": model.is_switch_tray(tray_name),
+                            "host": outcome.host, "status": outcome.status, "exit_code": outcome.exit_code,
+                            "reason": outcome.reason, "seconds": outcome.seconds,
+                            "file": f"trays/{tray_name}.json" if document else None})
+        if outcome.status != "complete":
+            found.checks.append(Check(check="tray.reported", component=tray_id, verdict="incomplete",
+                                      value=outcome.status, threshold="complete", op="!=", source=TRAY_SOURCE,
+                                      reason=f"{tray_id} did not report: {outcome.reason or outcome.status}"))
+        if document is None:
+            continue
+        found.system[tray_name] = document.get("system") or {}
+        for skipped in document.get("skipped") or []:
+            if isinstance(skipped, dict):
+                found.notes.append(f"{tray_id}: {skipped.get('what', 'a probe')} not judged "
+                                   f"({skipped.get('component', 'tray')}): {skipped.get('reason', 'no reason given')}")
+        found.checks += [_tray_check(raw, tray_id, rack.name) for raw in document.get("checks") or [] if isinstance(raw, dict)]
+        for gpu in document.get("gpus") or []:
+            if isinstance(gpu, dict) and isinstance(gpu.get("index"), int):
+                found.gpus[f"{tray_id}/gpu{gpu['index']}"] = gpu
+                found.checks += [Check.from_probe(raw, tray_id) for raw in gpu.get("checks") or [] if isinstance(raw, dict)]
+        for entry in document.get("switch_links") or []:  # a switch tray's end of its links
+            if isinstance(entry, dict) and entry.get("chip") and isinstance(entry.get("switch_port"), int):
+                found.switch_ports[(f"{tray_id}/{entry['chip']}", entry["switch_port"])] = entry
+    return found
+
+
+def _tray_check(raw, tray_id, rack):
+    """A tray-level probe check. A switch tray's check on one of its ports is about the link
+    that port ends: it gets the link's id, so both ends of a link are judged together."""
+    check = Check.from_probe(raw, tray_id)
+    if raw.get("link"):
+        return replace(check, check=f"switch.{check.check}", component=f"{rack}/{raw['link']}")
+    return check
+
+
+def _link_xids_to_their_link(checks, bad, topology):
+    """A link-down XID on a GPU with exactly one failing link is that link's failure, not the
+    GPU's: the verdict names the link (and the localizer the part), not a healthy GPU."""
+    failing_links = {}
+    for check in checks:
+        if check.verdict in bad and check.component in topology.links:
+            link = topology.links[check.component]
+            failing_links.setdefault(link.gpu, set()).add(link.id)
+    moved = []
+    for check in checks:
+        links = failing_links.get(check.component, set())
+        if check.check == "xid" and check.value in LINK_XIDS and check.verdict in bad and len(links) == 1:
+            [link] = links
+            check = replace(check, component=link, reason=f"{check.reason} — logged by {check.component} "
+                            f"for its link {link}, whose counters fail too")
+        moved.append(check)
+    return moved
+
+
+def _explain_downstream_xids(checks, bad, topology):
+    """XID 145 on the GPUs of a domain whose origin link failed is the echo, not a fault of each
+    GPU: it passes, saying which link it echoes. Without a failed origin it stays as judged."""
+    origins = sorted({c.component for c in checks if c.verdict in bad and c.component in topology.links
+                      and c.check.removeprefix("switch.") in ORIGIN_CHECKS})
+    if not origins:
+        return checks
+    origin_gpus = {topology.links[link].gpu for link in origins}
+    explained = []
+    for check in checks:
+        if check.check == "xid" and check.value == DOWNSTREAM_XID and check.component not in origin_gpus \
+                and check.verdict != "fail":
+            check = replace(check, verdict="pass", source=DOWNSTREAM_SOURCE,
+                            reason=f"{check.reason} — downstream of {', '.join(origins)}, which failed")
+        explained.append(check)
+    return explained
+
+
+def _xid_events(reading):
+    return [{"xid": x["xid"], "time": x.get("time")} for x in (reading.get("counters") or {}).get("xids") or []
+            if isinstance(x, dict) and isinstance(x.get("xid"), int)]
+
+
+def _gpu_rows(rack, gpu_readings, system, checks):
+    model = rack.model
+    verdicts = {}
+    for check in checks:
+        verdicts.setdefault(check.component, []).append(check.verdict)
+    rows = []
+    for index in range(model.gpus):
+        gpu_id = model.gpu_id(rack.name, index)
+        tray = model.gpu_tray(index)
+        reading = gpu_readings.get(gpu_id)
+        row = {"id": gpu_id, "index": index, "tray": tray, "observed": reading is not None,
+               "verdict": worst(verdicts.get(gpu_id, []), "pass") if reading is not None else "unobserved"}
+        if reading is not None:
+            xids = (reading.get("counters") or {}).get("xids") or []
+            row.update({
+                "name": reading.get("name"), "uuid": reading.get("uuid"), "serial": reading.get("serial"),
+                "vbios": reading.get("vbios"), "pci_bus_id": reading.get("pci_bus_id"),
+                "lost": bool(reading.get("lost")), "driver": (system.get(tray) or {}).get("driver_version"),
+                "xids": sorted({x.get("xid") for x in xids if isinstance(x, dict) and isinstance(x.get("xid"), int)}),
+                **{name: metric_value(name, reading) for name in METRICS},
+            })
+        else:
+            row.update({"lost": False, "xids": []})
+        rows.append(row)
+    return rows
+
+
+def _failing(checks, bad, topology):
+    """The failing components, by kind: what the verdict names."""
+    failing = {"gpus": set(), "links": set(), "trays": set(), "other": set()}
+    for check in checks:
+        component = check.component
+        if check.verdict == "incomplete" and check.check == "tray.reported":
+            failing["trays"].add(component)
+        if check.verdict not in bad:
+            continue
+        if component in topology.links:
+            failing["links"].add(component)
+        elif component in topology.components and topology.components[component].kind == "gpu":
+            failing["gpus"].add(component)
+        else:
+            failing["other"].add(component)
+    return {kind: sorted(ids) for kind, ids in failing.items()}

@@ -1,0 +1,89 @@
+"""Live progress of a burn-in, one line per tray.
+
+On a terminal: a rich progress bar per tray (elapsed against the expected duration) whose
+label turns into the tray's outcome when it reports. Elsewhere (CI logs, pipes): one plain
+line as each tray starts and finishes, so a log shows the run's order of events.
+"""
+
+from rich.console import Console
+from rich.progress import Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress_bar import ProgressBar
+
+OUTCOME_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "incomplete": "magenta"}
+
+
+def tray_outcome(result):
+    """pass / warn / fail / incomplete for a tray that reported, from its probe's exit code."""
+    if not result.complete:
+        return "incomplete"
+    checks = [c for g in result.document.get("gpus") or [] for c in g.get("checks") or []]
+    checks += result.document.get("checks") or []
+    verdicts = {c.get("verdict") for c in checks if isinstance(c, dict)}
+    if result.exit_code == 1 or "fail" in verdicts:
+        return "fail"
+    return "warn" if "warn" in verdicts else "pass"
+
+
+class _ElapsedBar(ProgressColumn):
+    """A bar that fills with the time a tray has run against the time it is expected to take
+    (the probe prints nothing until it ends)."""
+
+    def render(self, task):
+        done = task.total if task.finished else min(task.elapsed or 0.0, task.total * 0.99)
+        return ProgressBar(total=task.total, completed=done, width=30)
+
+
+class TrayProgress:
+    """Context manager; `started(tray)` and `finished(result)` are the fan-out's callbacks."""
+
+    def __init__(self, rack, trays, expected_s, console=None, already_done=()):
+        self.rack = rack
+        self.trays = list(trays)
+        self.expected_s = max(expected_s, 1.0)
+        self.console = console or Console(stderr=True, highlight=False)
+        self.live = self.console.is_terminal
+        self.already_done = list(already_done)
+        self._tasks = {}
+        self._progress = None
+
+    def __enter__(self):
+        if self.already_done:
+            self.console.print(f"resuming: {len(self.already_done)} tray(s) already have a result "
+                               f"({', '.join(self.already_done)})")
+        if self.live:
+            self._progress = Progress(
+                TextColumn("{task.fields[tray]:>6}"), _ElapsedBar(), TimeElapsedColumn(),
+                TextColumn("{task.fields[state]}"), console=self.console, refresh_per_second=4,
+            )
+            for tray in self.trays:
+                self._tasks[tray.name] = self._progress.add_task("", total=self.expected_s, start=False,
+                                                                 tray=tray.name, state="[dim]waiting[/dim]")
+            self._progress.start()
+        else:
+            self.console.print(f"{self.rack.name}: {len(self.trays)} tray(s), about {self.expected_s:.0f} s each")
+        return self
+
+    def started(self, tray):
+        if self._progress:
+            task = self._tasks[tray.name]
+            self._progress.start_task(task)
+            self._progress.update(task, state=f"running on {tray.host}")
+        else:
+            self.console.print(f"  {tray.name} started on {tray.host}")
+
+    def finished(self, result):
+        outcome = tray_outcome(result)
+        style = OUTCOME_STYLE[outcome]
+        detail = f": {result.reason}" if result.reason else ""
+        text = f"[{style}]{outcome}[/{style}] in {result.seconds:.0f} s{detail}"
+        if self._progress:
+            task = self._tasks[result.tray]
+            self._progress.update(task, completed=self.expected_s, state=text)
+            self._progress.stop_task(task)
+        else:
+            self.console.print(f"  {result.tray} {text}")
+
+    def __exit__(self, *exc):
+        if self._progress:
+            self._progress.stop()
+        return False

@@ -1,0 +1,187 @@
+"""One burn-in of a rack, from start (or resume) to the written summary and reports.
+
+    run = start_run(rack, plan, out)        # or: run, plan = resume_run(name)
+    judgment = execute(rack, run, plan)
+
+`execute` runs `python -m probes run` on every tray that has no result yet, keeps each tray's
+raw JSON the moment it arrives, judges the rack from every result the run holds, and writes
+summary.json, the rack's link-health snapshot, JUnit XML and the HTML handover report.
+"""
+
+import getpass
+import socket
+import threading
+from dataclasses import asdict, dataclass
+
+from opsctl import __version__
+from opsctl.acceptance.criteria import load_criteria
+from opsctl.backend import sim_spec_for, topology_for
+from opsctl.burnin.judge import TrayOutcome, judge_rack
+from opsctl.burnin.progress import TrayProgress
+from opsctl.errors import InputError
+from opsctl.fanout import FanoutOptions, run_on_trays
+from opsctl.reports import write_reports
+from opsctl.runs import RunDirectory
+from opsctl.runs.journal import utc_now
+
+SUMMARY_FORMAT = "opsctl-burnin/1"
+RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the load: starting Python, reading counters, ssh
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run does: which probes for how long, judged by which criteria, reached how."""
+
+    kind: str  # burnin | accept
+    criteria_file: str | None  # None: the default criteria
+    duration_s: float
+    concurrency: int
+    connect_timeout_s: float
+    run_timeout_s: float
+    accept_new_host_keys: bool
+
+    @property
+    def criteria(self):
+        return load_criteria(self.criteria_file)
+
+    def fanout_options(self):
+        return FanoutOptions(concurrency=self.concurrency, connect_timeout_s=self.connect_timeout_s,
+                             run_timeout_s=self.run_timeout_s, accept_new_host_keys=self.accept_new_host_keys)
+
+    def probe_args(self, criteria):
+        return ["run", "--duration", f"{self.duration_s:g}", "--probes", ",".join(criteria.probes), "--json"]
+
+
+def make_plan(kind, criteria_file=None, duration_s=None, concurrency=32, connect_timeout_s=10.0,
+              run_timeout_s=None, accept_new_host_keys=False):
+    criteria = load_criteria(criteria_file)
+    duration = criteria.duration_s if duration_s is None else duration_s
+    if duration <= 0:
+        raise InputError(f"--duration must be above 0 seconds, got {duration:g}")
+    if concurrency < 1:
+        raise InputError(f"--concurrency must be at least 1, got {concurrency}")
+    if run_timeout_s is None:
+        run_timeout_s = criteria.run_timeout_s if duration_s is None else duration + RUN_TIMEOUT_MARGIN_S
+    if run_timeout_s <= duration:
+        raise InputError(f"--run-timeout ({run_timeout_s:g} s) must be longer than --duration ({duration:g} s)")
+    return Plan(kind=kind, criteria_file=str(criteria_file) if criteria_file else None, duration_s=duration,
+                concurrency=concurrency, connect_timeout_s=connect_timeout_s, run_timeout_s=run_timeout_s,
+                accept_new_host_keys=accept_new_host_keys)
+
+
+def operator():
+    """Who ran it, as the report records: user@host."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def start_run(rack, plan, out=None):
+    criteria = plan.criteria
+    meta = {"inventory": str(rack.source), "created": utc_now(), "by": operator(), "plan": asdict(plan),
+            "criteria": criteria.record()}
+    run = RunDirectory.create(rack.name, plan.kind, meta, out)
+    run.journal.record("run_created", rack=rack.name, kind=plan.kind, by=meta["by"])
+    return run
+
+
+def resume_run(name):
+    """The run and its plan; the rack is read again from the inventory it recorded."""
+    run = RunDirectory.open(name)
+    meta = run.meta
+    try:
+        plan = Plan(**meta["plan"])
+    except (KeyError, TypeError) as error:
+        raise InputError(f"{run.path}: run.json has no usable plan ({error})") from None
+    return run, plan, meta
+
+
+def execute(rack, run, plan, progress_console=None):
+    """Run what is left, judge, write the summary and reports; return (judgment, summary)."""
+    criteria = plan.criteria
+    recorded = (run.meta.get("criteria") or {}).get("sha256")
+    if recorded and recorded != criteria.sha256:
+        raise InputError(f"{criteria.path} changed since run {run.path.name} started (sha256 {recorded[:12]}… then, "
+                         f"{criteria.sha256[:12]}… now): start a new run")
+    topology = topology_for(rack)
+    done = run.completed_trays()
+    todo = [tray for tray in rack.trays if tray.name not in done]
+    run.journal.record("run_started", trays=[t.name for t in todo], resumed=bool(done), by=operator())
+    stop = threading.Event()
+    interrupted = False
+    if todo:
+        with TrayProgress(rack, todo, plan.duration_s, console=progress_console, already_done=sorted(done)) as progress:
+            def finished(result):
+                run.save_tray_result(result)  # first: nothing that arrived is lost
+                progress.finished(result)
+
+            def started(tray):
+                run.journal.record("tray_started", tray=tray.name, host=tray.host)
+                progress.started(tray)
+
+            results = run_on_trays(rack, plan.probe_args(criteria), trays=[t.name for t in todo],
+                                   options=plan.fanout_options(), workdir=run.path,
+                                   sim_spec=sim_spec_for(rack, topology), on_start=started, on_result=finished, stop=stop)
+        interrupted = any(r.interrupted for r in results)
+    return judge_run(rack, run, plan, topology, interrupted)
+
+
+def judge_run(rack, run, plan, topology=None, interrupted=False):
+    """Judge every tray result the run holds; write summary.json, snapshot.json and the reports;
+    return (judgment, summary). Also how `opsctl report` judges the racks Ansible ran."""
+    criteria = plan.criteria
+    topology = topology or topology_for(rack)
+    outcomes = _outcomes(rack, run)
+    judgment = judge_rack(rack, topology, run.tray_documents(), outcomes, criteria)
+    if interrupted:
+        judgment.notes.insert(0, f"interrupted: resume with `opsctl {plan.kind} --resume {run.path}`")
+    summary = summarize(rack, run, plan, criteria, judgment, interrupted)
+    run.write_json("summary.json", summary)
+    run.write_json("snapshot.json", judgment.snapshot)
+    write_reports(run, summary)
+    run.journal.record("run_judged", verdict=judgment.verdict, interrupted=interrupted)
+    return judgment, summary
+
+
+def _outcomes(rack, run):
+    outcomes = {}
+    for tray, entry in run.outcomes().items():
+        outcomes[tray] = TrayOutcome(tray=tray, status=entry.get("status", "incomplete"), exit_code=entry.get("exit_code"),
+                                     reason=entry.get("reason"), seconds=entry.get("seconds"), host=entry.get("host"))
+    for tray in rack.missing_trays:
+        outcomes[tray] = TrayOutcome(tray=tray, status="missing", reason="not in the inventory")
+    return outcomes
+
+
+def summarize(rack, run, plan, criteria, judgment, interrupted):
+    meta = run.meta
+    judged = utc_now()
+    return {
+        "format": SUMMARY_FORMAT,
+        "opsctl_version": __version__,
+        "kind": plan.kind,
+        "rack": rack.name,
+        "model": rack.model.name,
+        "description": rack.model.description,
+        "verdict": judgment.verdict,
+        "exit_code": judgment.exit_code,
+        "interrupted": interrupted,
+        "run": str(run.path),
+        "inventory": str(rack.source),
+        "backend": rack.backend,
+        "transport": rack.transport,
+        "created": meta.get("created"),
+        "judged": judged,
+        "finished": judged,
+        "by": operator(),
+        "started_by": meta.get("by"),
+        "duration_s": plan.duration_s,
+        "criteria": criteria.record(),
+        **judgment.to_dict(),
+        # What to repair, for the fleet ledger (`opsctl ledger record-burnin RUN`): the parts the
+        # localizer names, and every failing GPU and link.
+        "failing_parts": judgment.failing_parts(),
+        "files": run.raw_files(),
+    }
