@@ -7,8 +7,6 @@ run on the same GPU architecture and SM count (cuBLAS documentation, "Results re
 
 import time
 
-import numpy as np
-
 from probes.compute import DeviceError, GemmOperands, device_errors
 
 GEMM_N = {"cuda": 16384, "cpu": 128}
@@ -99,7 +97,7 @@ class TorchDevice:
 
     def to_host(self, array, rows, cols):
         with device_errors(RuntimeError):
-            return array[rows, cols].to(self.torch.float64).cpu().numpy().astype(np.float64)
+            return array[rows, cols].to(self.torch.float64).cpu().numpy()
 
     # --- copies ----------------------------------------------------------------------------------
     def _buffer(self, name, nbytes):
