@@ -74,3 +74,20 @@ def test_real_gpus_without_a_driver_point_to_the_simulator(opsctl, tmp_path):
     inventory.write_text(NVML_RACK)
     result = opsctl("--inventory", inventory, "exporter", "--rack", "rack12", "--tray", "ct03")
     assert_one_line_error(result, 2, "no NVML library", "--rack rack07")
+
+
+def test_a_tray_the_scenario_makes_unreachable_shows_as_a_down_exporter(opsctl, tmp_path):
+    from exporters.metrics import RackCollector
+    from opsctl.cli.commands.exporter import pollers_for
+    from opsctl.inventory import load_inventory
+
+    (tmp_path / "down.yaml").write_text("faults:\n  - {kind: tray_unreachable, tray: ct02}\n")
+    (tmp_path / "inventory.yaml").write_text(
+        "all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72, opsctl_backend: sim, opsctl_scenario: down.yaml}\n"
+        "      hosts:\n        r1-ct[01:18]:\n")
+    rack = load_inventory(tmp_path / "inventory.yaml").rack("r1")
+    pollers, backend = pollers_for(rack, ["ct01", "ct02"])
+    assert backend == "sim" and [p.down_reason for p in pollers] == [None, "unreachable (simulated fault)"]
+    samples = {(s.name, s.labels.get("tray")): s.value for family in RackCollector(pollers[1:]).collect() for s in family.samples}
+    assert samples[("opsctl_exporter_up", "ct02")] == 0
+    assert (samples[("opsctl_tray_gpus_visible", "ct02")], samples[("opsctl_tray_gpus_expected", "ct02")]) == (0, 4)

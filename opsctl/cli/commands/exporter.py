@@ -40,7 +40,7 @@ def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result,
         raise InputError(f"--stale-after ({stale_after} s) must be longer than --interval ({interval} s): "
                          "every GPU would show stale between two reads")
     rack, trays = _rack_and_trays(ctx, rack, tray)
-    pollers, backend = _pollers(rack, trays, interval, stale_after)
+    pollers, backend = pollers_for(rack, trays, interval, stale_after)
     exporter = Exporter(pollers, listen=listen, port=port, burnin_path=burnin_result, refresh_s=interval)
     _log_to_stderr()
     try:
@@ -123,7 +123,8 @@ def _this_host(ctx, tray, only_rack=None):
                      "say --rack RACK --tray TRAY (`--rack rack07` serves the built-in simulated rack)")
 
 
-def _pollers(rack, trays, interval, stale_after):
+def pollers_for(rack, trays, interval=10.0, stale_after=None):
+    """The TrayPollers of `trays` of `rack`, on the simulator or pynvml; and which of the two."""
     topology = topology_for(rack)
     expected = rack.model.gpus_per_tray
     switches = _switch_chips(rack, topology)

@@ -1,0 +1,197 @@
+"""How long a scrape of the whole simulated NVL72 takes from `opsctl exporter --rack rack07`
+(72 GPUs, 1,296 links), against prometheus_client serving the same number of plain gauges.
+Both run as their own process, as deployed. The exporter is measured twice: as deployed,
+reading every GPU every 10 s while it is scraped (collisions with reads are in the figures),
+and with reads idle after the first (the scrape alone). Prints its figures;
+docs/benchmarks.md records them.
+
+    .venv/bin/python bench/exporter_scrape.py [--scrapes 60] [--cpu-only]
+"""
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+# What Prometheus 2.x sends (it prefers OpenMetrics, and compresses).
+PROMETHEUS_HEADERS = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+                      "Accept-Encoding": "gzip"}
+
+
+def plain_gauges(series):
+    """The baseline: a registry of `series` children of one labelled Gauge, labels shaped like a link's."""
+    from prometheus_client import CollectorRegistry, Gauge
+
+    registry = CollectorRegistry()
+    gauge = Gauge("plain_gauge", "A plain gauge.", ["rack", "tray", "gpu", "uuid", "port", "switch"], registry=registry)
+    for i in range(series):
+        tray, gpu, port = i // 72 % 18 + 1, i // 18 % 4, i % 18
+        gauge.labels("rack07", f"ct{tray:02d}", str(gpu), f"GPU-{i:08x}-0000-0000-0000-000000000000", str(port),
+                     f"rack07/st{port // 2 + 1}/sw{port % 2}").set(i * 0.5)
+    return registry
+
+
+def serve_plain_gauges(series):
+    from prometheus_client import start_http_server
+
+    server, _ = start_http_server(0, addr="127.0.0.1", registry=plain_gauges(series))
+    print(json.dumps({"port": server.server_port}), flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def start(command):
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    text = ""
+    for line in process.stdout:
+        text += line
+        try:
+            return process, json.loads(text)["port"]
+        except json.JSONDecodeError:
+            continue
+    raise SystemExit(f"{command} did not start")
+
+
+def scrape(port, headers=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers or {})
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=60) as response:
+        body = response.read()
+        encoding = response.headers.get("Content-Encoding")
+    return time.perf_counter() - started, body, encoding
+
+
+def series_of(body, encoding):
+    text = (gzip.decompress(body) if encoding == "gzip" else body).decode()
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def measure(port, scrapes, headers=None):
+    times = []
+    for _ in range(scrapes):
+        elapsed, body, encoding = scrape(port, headers)
+        times.append(elapsed)
+    times.sort()
+    p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
+    return statistics.median(times), p99, len(body), len(series_of(body, encoding))
+
+
+def render_cpu_seconds(registry, repeats):
+    """CPU seconds of this thread to build and render one scrape (median, p99 of `repeats`):
+    unlike wall time, other processes on a shared machine barely move it."""
+    from prometheus_client import generate_latest
+
+    times = []
+    for _ in range(repeats):
+        started = time.thread_time()
+        generate_latest(registry)
+        times.append(time.thread_time() - started)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
+
+
+def in_process_cpu(repeats):
+    """The exporter's collector over rack07 (read once) against plain gauges, in this process."""
+    from prometheus_client import CollectorRegistry
+
+    from exporters.metrics import RackCollector
+    from opsctl.cli.commands.exporter import pollers_for
+    from opsctl.inventory import load_inventory
+
+    rack = load_inventory(None).rack("rack07")
+    pollers, _ = pollers_for(rack, rack.model.compute_tray_names(), interval=3600)
+    for poller in pollers:
+        poller.start()
+    collector = RackCollector(pollers)
+    while sum(1 for p in pollers for g in p.sample().gpus if g.status == "ok") < 72:
+        time.sleep(0.2)
+    ours = CollectorRegistry(auto_describe=False)
+    ours.register(collector)
+    series = sum(len(family.samples) for family in collector.collect())
+    result = render_cpu_seconds(ours, repeats), render_cpu_seconds(plain_gauges(series), repeats), series
+    for poller in pollers:
+        poller.stop()
+    return result
+
+
+def rss_mib(pid):
+    status = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scrapes", type=int, default=60)
+    parser.add_argument("--cpu-only", action="store_true", help="only the in-process CPU-time comparison")
+    parser.add_argument("--serve-plain-gauges", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_plain_gauges:
+        serve_plain_gauges(args.serve_plain_gauges)
+        return
+    if args.cpu_only:
+        mine, theirs, count = in_process_cpu(args.scrapes)
+        print(f"{count} series; CPU ms a scrape, median / p99: exporter {mine[0] * 1000:.0f} / {mine[1] * 1000:.0f}, "
+              f"plain gauges {theirs[0] * 1000:.0f} / {theirs[1] * 1000:.0f}; ratio {mine[0] / theirs[0]:.2f}x")
+        return
+
+    load_before = os.getloadavg()[0]
+    ours, series = {}, None
+    # As deployed (a read of every GPU every 10 s), and with reads idle after the first one:
+    # the difference is what collisions with background reads cost a scrape.
+    for reads, interval in (("reads every 10 s", "10"), ("reads idle", "3600")):
+        exporter, port = start([sys.executable, "-m", "opsctl", "exporter", "--rack", "rack07", "--listen", "127.0.0.1",
+                                "--port", "0", "--interval", interval, "--json"])
+        try:
+            wait_for_every_gpu(port)
+            ours[(reads, "text")] = measure(port, args.scrapes)
+            if reads == "reads every 10 s":
+                ours[(reads, "prometheus")] = measure(port, args.scrapes, PROMETHEUS_HEADERS)
+                rss, peak = rss_mib(exporter.pid)
+        finally:
+            exporter.terminate()
+            exporter.wait()
+        series = ours[(reads, "text")][3]
+    baseline_process, baseline_port = start([sys.executable, __file__, "--serve-plain-gauges", str(series)])
+    try:
+        plain = {"text": measure(baseline_port, args.scrapes), "prometheus": measure(baseline_port, args.scrapes, PROMETHEUS_HEADERS)}
+    finally:
+        baseline_process.terminate()
+        baseline_process.wait()
+
+    print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+    print(f"opsctl exporter --rack rack07: {series} series, {ours[('reads idle', 'text')][2] / 1e6:.2f} MB a scrape "
+          f"(text 0.0.4); {args.scrapes} scrapes each; exporter RSS {rss:.0f} MiB (peak {peak:.0f} MiB)")
+    print(f"{'scrape':72} {'median':>9} {'p99':>9}   vs plain gauges (median, p99)")
+    formats = {"text": "text 0.0.4, uncompressed", "prometheus": "as Prometheus asks (OpenMetrics, gzip)"}
+    for (reads, kind), mine in ours.items():
+        theirs = plain[kind]
+        print(f"{'opsctl exporter, ' + reads + ', ' + formats[kind]:72} {mine[0] * 1000:7.0f} ms {mine[1] * 1000:7.0f} ms   "
+              f"{mine[0] / theirs[0]:.2f}x, {mine[1] / theirs[1]:.2f}x")
+    for kind, theirs in plain.items():
+        print(f"{'prometheus_client plain gauges, ' + formats[kind]:72} {theirs[0] * 1000:7.0f} ms {theirs[1] * 1000:7.0f} ms")
+    mine, theirs, count = in_process_cpu(args.scrapes)
+    print(f"CPU time of one scrape in-process (build + render text, {count} series; reads idle):")
+    print(f"{'  opsctl exporter collector':72} {mine[0] * 1000:7.0f} ms {mine[1] * 1000:7.0f} ms   "
+          f"{mine[0] / theirs[0]:.2f}x, {mine[1] / theirs[1]:.2f}x")
+    print(f"{'  prometheus_client plain gauges':72} {theirs[0] * 1000:7.0f} ms {theirs[1] * 1000:7.0f} ms")
+
+
+def wait_for_every_gpu(port):
+    while True:
+        _, body, encoding = scrape(port)
+        if sum(1 for line in series_of(body, encoding) if line.startswith("opsctl_gpu_up{") and line.endswith(" 1.0")) == 72:
+            return
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()
