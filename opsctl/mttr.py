@@ -54,9 +54,11 @@ class MttrModel:
     spares: dict  # rack model -> {"train_gpus", "spare_gpus"}
     source: str
 
-    def action_for(self, kind, model_name, parent_kind=None):
+    def action_for(self, kind, model_name, context=None):
+        """The action for a part kind; `context` picks a `kind@context` entry first (a
+        connector's tray kind; for a GPU, `reset` or `rma` as its XIDs call for)."""
         overrides = self.models.get(model_name, {})
-        for key in (f"{kind}@{parent_kind}" if parent_kind else None, kind):
+        for key in (f"{kind}@{context}" if context else None, kind):
             if key is None:
                 continue
             if key in overrides:
@@ -65,13 +67,13 @@ class MttrModel:
                 return self.actions[self.parts[key]]
         raise InputError(f"{self.source}: no repair action for part kind {kind!r}")
 
-    def repair(self, component_id, topology):
-        """The repair of a component of `topology` (a Topology)."""
+    def repair(self, component_id, topology, context=None):
+        """The repair of a component of `topology` (a Topology). `context`: see action_for;
+        a connector's defaults to the kind of tray it sits in."""
         component = topology.components[component_id]
-        parent_kind = None
-        if component.kind == "connector":
-            parent_kind = "switch_tray" if topology.model.is_switch_tray(component.tray) else "compute_tray"
-        action = self.action_for(component.kind, topology.model.name, parent_kind)
+        if component.kind == "connector" and context is None:
+            context = "switch_tray" if topology.model.is_switch_tray(component.tray) else "compute_tray"
+        action = self.action_for(component.kind, topology.model.name, context)
         idled = gpus_idled(action.out_of_service, component, topology)
         spare = self.spares.get(topology.model.name, {}).get("spare_gpus", 0)
         return Repair(component_id, component.kind, action, idled, max(0, idled - spare))

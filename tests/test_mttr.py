@@ -43,3 +43,22 @@ def test_bad_override_files_are_refused(tmp_path, text, message):
     with pytest.raises(InputError) as error:
         load_mttr_model(path)
     assert message in str(error.value)
+
+
+def test_a_gpu_is_repaired_as_its_xids_call_for(rack07_topology, hgx_topology):
+    model = load_mttr_model()
+    # Blamed on its links alone: its tray is replaced; on its own XIDs: the XID catalog's action.
+    assert model.repair("rack07/ct03/gpu1", rack07_topology).action.name == "replace_compute_tray"
+    reset = model.repair("rack07/ct03/gpu1", rack07_topology, "reset")
+    assert reset.action.name == "reset_gpu" and reset.gpus_idled == 1 and reset.mttr_hours < 2
+    rma = model.repair("rack07/ct03/gpu1", rack07_topology, "rma")
+    assert rma.action.name == "rma_gpu" and rma.gpus_idled == 4 and 1 <= rma.action.hours["repair_h"] <= 4
+    # An HGX GPU is not replaced alone: the baseboard is.
+    assert model.repair("hgx01/gpu2", hgx_topology, "rma").action.name == "replace_baseboard"
+    assert model.repair("hgx01/gpu2", hgx_topology, "reset").action.name == "reset_gpu"
+
+
+def test_the_context_of_a_connector_is_its_tray_unless_given(rack07_topology):
+    model = load_mttr_model()
+    assert model.repair("rack07/st3/j0", rack07_topology).gpus_idled == 72
+    assert model.action_for("connector", "gb200-nvl72", "compute_tray").name == "reseat_compute_tray"

@@ -1,0 +1,102 @@
+"""`opsctl snapshot RACK -o FILE [--window S]`: CONTRACT's link-health snapshot of a rack, read
+from every tray at once (`python -m probes snapshot` through the fan-out)."""
+
+import json
+import os
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from opsctl.cli.context import rack_argument, rack_from
+from opsctl.cli.output import console, json_option, print_json
+from opsctl.errors import EXIT_INCOMPLETE, EXIT_OK, InputError
+from opsctl.fanout import FanoutOptions, run_on_trays
+from opsctl.localize.snapshot import assemble_snapshot
+
+DEFAULT_WINDOW_S = 60.0
+RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the window: start-up, two NVML readings, the way back
+
+
+def fanout_options(command):
+    """How the trays are reached: shared by `opsctl snapshot` and `opsctl triage`."""
+    for option in reversed([
+        click.option("--window", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WINDOW_S, show_default=True,
+                     help="Seconds between the two readings of every counter."),
+        click.option("--concurrency", type=click.IntRange(min=1), default=32, show_default=True, help="Trays read at once."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+                     help="Seconds to reach and log in to a tray (ssh)."),
+        click.option("--accept-new-host-keys", is_flag=True,
+                     help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),
+    ]):
+        command = option(command)
+    return command
+
+
+def take_rack_snapshot(rack, window_s, concurrency=32, connect_timeout_s=10.0, accept_new_host_keys=False):
+    """Read every tray of the rack over one window; CONTRACT's snapshot, with a `trays` entry
+    for each tray saying whether it answered (and why not)."""
+    options = FanoutOptions(concurrency=concurrency, connect_timeout_s=connect_timeout_s,
+                            run_timeout_s=window_s + RUN_TIMEOUT_MARGIN_S, accept_new_host_keys=accept_new_host_keys)
+    taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    with tempfile.TemporaryDirectory(prefix="opsctl-snapshot-") as workdir:
+        results = run_on_trays(rack, ["snapshot", "--window", f"{window_s:g}", "--json"], options=options, workdir=workdir)
+    documents = {r.tray: r.document for r in results if r.complete}
+    failures = {r.tray: r.reason for r in results if not r.complete}
+    for tray in rack.missing_trays:
+        failures[tray] = "not in the inventory"
+    return assemble_snapshot(rack.name, rack.model, window_s, documents, failures, taken)
+
+
+def write_atomically(path, document):
+    """Write JSON so that a reader sees the old file or the whole new one, never half."""
+    path = Path(path)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    except OSError as error:
+        raise InputError(f"{path}: cannot write here: {error.strerror or error}") from None
+    with os.fdopen(handle, "w", encoding="utf-8") as f:
+        json.dump(document, f)
+    os.replace(temporary, path)
+
+
+def unanswered(snapshot):
+    return [t for t in snapshot["trays"] if t["status"] == "unreachable"]
+
+
+@click.command("snapshot")
+@rack_argument
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the snapshot (JSON); - for stdout.")
+@fanout_options
+@json_option
+@click.pass_context
+def command(ctx, rack, output, window, concurrency, connect_timeout, accept_new_host_keys, as_json):
+    """Read every tray's NVLink counters (deltas over --window) and XIDs into one link-health
+    snapshot (CONTRACT.md), the input of `opsctl localize`. Exit 3 if a tray did not answer."""
+    rack = rack_from(ctx, rack)
+    started = time.monotonic()
+    snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)
+    missing = unanswered(snapshot)
+    if output == "-":
+        print_json(snapshot)
+        return EXIT_INCOMPLETE if missing else EXIT_OK
+    write_atomically(output, snapshot)
+    sides = {"gpu": 0, "switch": 0}
+    for link in snapshot["links"]:
+        sides[link.get("side", "gpu")] += 1
+    summary = {"rack": rack.name, "snapshot": str(output), "window_seconds": window, "seconds": round(time.monotonic() - started, 1),
+               "links_read": sides, "gpus": len(snapshot["gpus"]), "trays": snapshot["trays"]}
+    if as_json:
+        print_json(summary)
+    else:
+        out = console()
+        out.print(f"[bold]{rack.name}[/bold]: {len(snapshot['trays']) - len(missing)} of {len(snapshot['trays'])} trays read over "
+                  f"{window:g} s → {output}")
+        out.print(f"links read: {sides['gpu']} at the GPU end, {sides['switch']} at the switch end; {len(snapshot['gpus'])} GPUs")
+        for tray in missing:
+            out.print(f"[yellow]not read[/yellow]: {tray['tray']}: {tray['error']}")
+        out.print(f"next: opsctl localize {output}")
+    return EXIT_INCOMPLETE if missing else EXIT_OK

@@ -1,0 +1,43 @@
+"""`opsctl triage RACK`: read the rack now, localize the fault, and say what to do about it —
+the repair, how long it takes, what it idles and the runbook — for the engineer holding the pager."""
+
+import click
+
+from opsctl.cli.commands.localize import exit_code, mttr_config_option
+from opsctl.cli.commands.snapshot import fanout_options, take_rack_snapshot, write_atomically
+from opsctl.cli.context import rack_argument, rack_from
+from opsctl.cli.output import console, json_option, print_json
+from opsctl.localize import localize
+from opsctl.localize.render import render_triage
+from opsctl.mttr import load_mttr_model
+
+
+@click.command("triage")
+@rack_argument
+@fanout_options
+@click.option("--save", "save", type=click.Path(dir_okay=False), help="Also keep the snapshot here (JSON), to localize again later.")
+@mttr_config_option
+@json_option
+@click.pass_context
+def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_keys, save, mttr_config, as_json):
+    """Snapshot every tray, localize the faulty parts, and print each with its evidence, repair
+    action, MTTR, blast radius and runbook. Exit 1 if something is faulty, 3 if a tray could not
+    be read and nothing was found in the rest, 0 if the rack is healthy."""
+    rack = rack_from(ctx, rack)
+    mttr = load_mttr_model(mttr_config)  # a bad file is refused before the trays are read
+    snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)
+    if save:
+        write_atomically(save, snapshot)
+    racks = localize([snapshot], lambda name: (rack.model.name, rack.cabling_map), mttr, [save or f"snapshot of {rack.name}"])
+    result = racks["racks"][0]
+    if as_json:
+        print_json({**result, "taken": snapshot.get("taken"), "trays": snapshot["trays"], "snapshot": save})
+    else:
+        out = console()
+        render_triage(result, out)
+        for tray in snapshot["trays"]:
+            if tray["status"] == "unreachable":
+                out.print(f"   {tray['tray']}: {tray['error']}")
+        if save:
+            out.print(f"snapshot kept in {save} (opsctl localize {save})")
+    return exit_code(racks)

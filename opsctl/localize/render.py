@@ -1,0 +1,89 @@
+"""Localization results for people: what is broken, how sure we are, what to do, how long it
+takes and what it idles — in that order, for someone reading it at 3 a.m."""
+
+from rich import box
+from rich.table import Table
+
+STATUS_LINE = {
+    "healthy": "[green]healthy[/green]: every link and GPU read, nothing points at a fault",
+    "incomplete": "[yellow]incomplete[/yellow]: no fault in what was read, but not everything was read",
+    "faulty": "[red]faulty[/red]",
+}
+
+
+def render_summary(result, out):
+    """One rack in a few lines: the status and a table of suspects (opsctl localize)."""
+    faults = [s for s in result["suspects"] if "alternative_to" not in s]
+    head = STATUS_LINE[result["status"]]
+    if faults:
+        head += f": {len(faults)} fault(s)"
+    out.print(f"[bold]{result['rack']}[/bold] ({result['model']}) {head}")
+    if result["suspects"]:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+        for column, justify in (("suspect", "left"), ("score", "right"), ("bad links", "right"), ("repair", "left"),
+                                ("MTTR h", "right"), ("idles", "right"), ("runbook", "left")):
+            table.add_column(column, justify=justify, no_wrap=True)
+        for s in result["suspects"]:
+            name = s["component"] if "alternative_to" not in s else f"  or {s['component']}"
+            style = None if "alternative_to" not in s else "dim"
+            table.add_row(name, f"{s['score']:.2f}", f"{len(s['links'])}/{s['links_through']}", s.get("repair", "-"),
+                          f"{s.get('mttr_hours', 0):g}", str(s.get("gpus_idled", "-")), s["runbook"] or "-", style=style)
+        out.print(table)
+    _render_unread(result, out)
+
+
+def render_triage(result, out):
+    """One rack for the on-call engineer: the faults at a glance, then each with its evidence,
+    repair, time, blast radius and runbook, the XIDs explained and what was not read
+    (opsctl triage)."""
+    faults = [s for s in result["suspects"] if "alternative_to" not in s]
+    alternatives = [s for s in result["suspects"] if "alternative_to" in s]
+    observed = result["observed"]
+    out.print(f"[bold]{result['rack']}[/bold] ({result['model']}) — {STATUS_LINE[result['status']]}"
+              + (f": {len(faults)} fault(s) found" if faults else ""))
+    out.print(f"read {observed['links']}/{observed['links_total']} links and {observed['gpus_answered']}/"
+              f"{observed['gpus_total']} GPUs over {result['window_seconds']:g} s")
+    if faults:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+        for column, justify in (("#", "right"), ("fault", "left"), ("score", "right"), ("repair", "left"),
+                                ("hours", "right"), ("idles", "right")):
+            table.add_column(column, justify=justify, no_wrap=True)
+        for number, s in enumerate(faults, start=1):
+            idles = f"{s.get('gpus_idled', '-')} GPU" + ("" if s.get("gpus_lost_to_training", 0) == 0 else
+                                                        f" ({s['gpus_lost_to_training']} beyond spares)")
+            table.add_row(str(number), f"{s['component']} ({s['kind'].replace('_', ' ')})", f"{s['score']:.2f}",
+                          s.get("repair", "-"), f"{s.get('mttr_hours', 0):g}", idles)
+        out.print(table)
+    for number, s in enumerate(faults, start=1):
+        bad = f", {len(s['links'])} of its {s['links_through']} links bad" if s["links_through"] > 1 and s["links"] else ""
+        out.print(f"[bold]{number}. {s['component']}[/bold] ({s['kind'].replace('_', ' ')}{bad}) — score {s['score']:.2f}")
+        for line in s["evidence"]:
+            out.print(f"   seen:  {line}")
+        if "action" in s:
+            steps = ", ".join(f"{k[:-2]} {v:g}" for k, v in s["mttr_steps"].items() if v)
+            lost = s["gpus_lost_to_training"]
+            spare = "the spares cover it" if lost == 0 else f"{lost} beyond the spares"
+            out.print(f"   do:    {s['action']}")
+            out.print(f"   time:  {s['mttr_hours']:g} h ({steps})")
+            out.print(f"   idles: {s['gpus_idled']} GPU(s), {s['out_of_service'].replace('_', ' ')} out of service; {spare}")
+        out.print(f"   runbook: {s['runbook'] or 'none'}")
+        others = [a for a in alternatives if a["alternative_to"] == s["component"]]
+        if others:
+            out.print("   [dim]less likely: " + ", ".join(f"{a['component']} ({a['score']:.2f})" for a in others) + "[/dim]")
+        out.print()
+    xids = result["xids"]
+    if xids["origins"] or xids["downstream_gpus"]:
+        origins = ", ".join(xids["origins"]) or "no GPU that was read"
+        out.print(f"NVLink XIDs: first logged on {origins}; {xids['downstream_gpus']} GPU(s) only echoed it (XID 145): "
+                  "they are not suspects")
+    _render_unread(result, out)
+    if faults:
+        out.print(f"[dim]score: the posterior share of a fault's explanation; a fault is declared above "
+                  f"{faults[0]['judgement']['threshold']:g} (opsctl/localize). After the repair: opsctl triage "
+                  f"{result['rack']}[/dim]")
+
+
+def _render_unread(result, out):
+    if result["unread_trays"]:
+        out.print(f"[yellow]not read[/yellow]: {', '.join(result['unread_trays'])} — their links and GPUs were "
+                  "not judged (neither healthy nor faulty)")

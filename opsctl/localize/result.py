@@ -1,0 +1,168 @@
+"""CONTRACT's localization result for one rack: the suspects, each with the evidence that
+points at it, its repair action, MTTR, blast radius and runbook."""
+
+import numpy as np
+
+from opsctl.localize.evidence import COUNTERS, GPU_XIDS, SOURCE, XID_SOURCE
+from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
+from opsctl.localize.search import DECIDE
+from opsctl.runbooks import runbook_for
+
+COUNTER_WORDS = {"crc_errors": "CRC", "replay_errors": "replays", "recovery_errors": "recoveries",
+                 "symbol_errors": "symbol errors", "link_down_events": "drops"}
+EVIDENCE_LINKS_SHOWN = 5  # the worst links named in a suspect's evidence; the rest are counted
+JUDGEMENT = {
+    "judged": "posterior probability that this part is the fault explaining its symptoms, given the other suspects",
+    "threshold": DECIDE,
+    "source": f"{SOURCE}; {PRIOR_SOURCE}; a further fault is declared when its posterior exceeds {DECIDE}",
+}
+
+
+def gpu_repair_context(xid_codes, lost):
+    """How a GPU suspected from its own symptoms is repaired first: the XID catalog's action."""
+    contexts = {GPU_XIDS[code].repair for code in xid_codes if code in GPU_XIDS}
+    if "rma" in contexts:
+        return "rma"
+    if contexts or lost:
+        return "reset"
+    return None
+
+
+class RackResult:
+    """Builds the result document of one rack from its evidence and the search's slots."""
+
+    def __init__(self, rack, index, evidence, details, mttr):
+        self.rack = rack
+        self.index = index
+        self.evidence = evidence
+        self.details = details  # LinkDetails: readings to quote, origins, lost GPUs
+        self.mttr = mttr
+
+    def full(self, relative_id):
+        return f"{self.rack}/{relative_id}"
+
+    def suspect(self, slot_part, score, q=None, alternative_to=None):
+        index = self.index
+        kind = index.part_kinds[slot_part]
+        part_id = index.part_ids[slot_part]
+        links = index.part_links(slot_part)
+        log_r = self.evidence.log_r[links]
+        bad = links[np.argsort(-log_r)][: int(np.sum(log_r > 0))]
+        read = int(np.sum(self.details.observed[links]))
+        gpu = index.gpu_index.get(part_id) if kind == "gpu" else None
+        xids = self.details.gpu_xid_codes.get(gpu, []) if gpu is not None else []
+        lost = gpu in self.details.lost if gpu is not None else False
+        context = gpu_repair_context(xids, lost) if kind == "gpu" else None
+        repair = self.mttr.repair(f"{TEMPLATE_RACK}/{part_id}", index.topology, context) if self.mttr else None
+        entry = {
+            "component": self.full(part_id),
+            "kind": kind,
+            "score": round(score, 4),
+            "links": [self.full(index.link_ids[link]) for link in bad],
+            "links_through": len(links),
+            "links_read": read,
+        }
+        if q is not None:
+            entry["share_of_links_bad"] = round(q, 3)
+        if index.part_same_as[slot_part]:
+            entry["same_links_as"] = len(index.part_same_as[slot_part])
+        if alternative_to is not None:
+            entry["alternative_to"] = alternative_to
+        if repair is not None:
+            entry.update({
+                "action": repair.action.action,
+                "repair": repair.action.name,
+                "mttr_hours": round(repair.mttr_hours, 2),
+                "mttr_steps": repair.action.hours,
+                "out_of_service": repair.action.out_of_service,
+                "gpus_idled": repair.gpus_idled,
+                "gpus_lost_to_training": repair.gpus_lost_to_training,
+                "repair_source": repair.action.source,
+            })
+        # The runbook of its most telling GPU-fault XID, else of its kind (an NVLink XID on a
+        # GPU blamed for its links is the link's symptom, not the GPU's workflow).
+        telling = sorted({c for c in xids if c in GPU_XIDS}, key=lambda c: -GPU_XIDS[c].log_ratio)
+        entry["runbook"] = runbook_for(kind=kind, xids=telling)
+        entry["evidence"] = self.describe(bad, xids, lost, gpu)
+        entry["judgement"] = {**JUDGEMENT, "value": entry["score"]}
+        return entry
+
+    def describe(self, bad_links, xids, lost, gpu):
+        lines = []
+        for link in bad_links[:EVIDENCE_LINKS_SHOWN]:
+            lines.append(f"{self.full(self.index.link_ids[link])}: {self.details.reading(link)}")
+        if len(bad_links) > EVIDENCE_LINKS_SHOWN:
+            lines.append(f"and {len(bad_links) - EVIDENCE_LINKS_SHOWN} more link(s) with symptoms")
+        for code in sorted(set(xids)):
+            if code in GPU_XIDS:
+                lines.append(f"XID {code} ({GPU_XIDS[code].name}) — {XID_SOURCE}")
+        if lost:
+            lines.append("the GPU did not answer while the rest of its tray did")
+        if gpu is not None and gpu in self.details.origins:
+            lines.append("logged the first NVLink XID of its burst (the origin, not a downstream echo)")
+        return lines
+
+    def document(self, slots, window_s, unread, source, taken=None):
+        suspects = [self.suspect(s.part, s.score, s.q) for s in slots]
+        for s in slots:
+            for part, score in s.alternatives:
+                suspects.append(self.suspect(part, score, alternative_to=self.full(self.index.part_ids[s.part])))
+        faulty = bool(slots)
+        status = "faulty" if faulty else ("incomplete" if unread else "healthy")
+        details = self.details
+        return {
+            "rack": self.rack,
+            "model": self.index.model.name,
+            "healthy": status == "healthy",
+            "status": status,
+            "window_seconds": window_s,
+            "taken": taken,
+            "suspects": suspects,
+            "observed": {
+                "links": int(np.sum(details.observed)),
+                "links_total": self.index.links,
+                "switch_side_links": int(details.switch_observed),
+                "gpus_answered": int(details.gpus_answered),
+                "gpus_total": len(self.index.gpu_ids),
+            },
+            "unread_trays": unread,
+            "xids": {
+                "origins": [self.full(self.index.gpu_ids[g]) for g in sorted(details.origins)],
+                "downstream_gpus": len(details.downstream),
+                "note": "XID 145 and later echoes of a burst are downstream of its origin: not evidence against their GPU"
+                if details.downstream else None,
+            },
+            "source": source,
+        }
+
+
+class LinkDetails:
+    """The readings behind the evidence, kept to quote them in a suspect's evidence."""
+
+    def __init__(self, observation_sides, window_s, gpu_xids, origins, downstream, lost, gpus_answered):
+        self.sides = observation_sides
+        self.window_s = window_s
+        self.observed = np.zeros_like(next(iter(observation_sides.values())).observed)
+        for readings in observation_sides.values():
+            self.observed |= readings.observed
+        self.switch_observed = int(np.sum(observation_sides["switch"].observed)) if "switch" in observation_sides else 0
+        self.gpu_xid_codes = {gpu: [code for code, _ in events] for gpu, events in gpu_xids.items()}
+        self.origins = origins
+        self.downstream = downstream
+        self.lost = set(lost)
+        self.gpus_answered = gpus_answered
+
+    def reading(self, link):
+        """A link's readings in words: 'CRC 2472, replays 11 at the GPU end; … in 60 s'."""
+        parts = []
+        for side, readings in self.sides.items():
+            if not readings.observed[link]:
+                continue
+            values = [f"{COUNTER_WORDS[name]} {int(readings.counts[link, i])}" for i, name in enumerate(COUNTERS)
+                      if not np.isnan(readings.counts[link, i]) and readings.counts[link, i] > 0]
+            if readings.state[link] == 1:
+                values.insert(0, "down")
+            if not np.isnan(readings.ber[link]):
+                values.append(f"BER {readings.ber[link]:.0e}")
+            parts.append(f"{', '.join(values) or 'clean'} at the {side.upper() if side == 'gpu' else side} end")
+        return f"{'; '.join(parts)}, in {self.window_s:g} s" if parts else "judged failing"

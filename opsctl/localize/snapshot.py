@@ -1,0 +1,404 @@
+"""The link-health snapshot of CONTRACT.md: reading and checking one, and building one from the
+trays' `python -m probes snapshot` documents.
+
+    {"rack": "rack07", "model": "gb200-nvl72", "window_seconds": 600,
+     "links": [{"gpu": "rack07/ct03/gpu2", "port": 5, "state": "up", "crc_errors": 0, ...}, ...],
+     "gpus": [{"id": "rack07/ct03/gpu2", "reachable": true, "xids": [145]}, ...]}
+
+Counters are deltas over the window and each is optional; a link that is absent was not
+observed. Beyond CONTRACT's fields opsctl reads, when present:
+- `side: "switch"` on a link read at its switch end (docs/probe-output.md, "Switch trays"); it
+  names the link by `link` (its id), else by `switch` (chip id) and `switch_port`, else by
+  `peer_gpu` and `peer_port`;
+- `effective_ber` on a link;
+- XIDs as `{"xid": 149, "time": 1767225602.31}` (unix seconds or ISO 8601), so that the first
+  of a burst can be told from the GPUs that echo it;
+- `trays: [{"tray": "ct05", "status": "unreachable", "error": "…"}]`: which trays answered. A
+  GPU that did not answer while its tray did is a lost GPU; the GPUs and links of a tray that
+  did not answer are missing, neither healthy nor faulty.
+
+Anything malformed is an InputError naming the file, the entry and the field.
+"""
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+
+import numpy as np
+
+from opsctl.errors import InputError
+from opsctl.localize.evidence import COUNTERS
+from opsctl.rack_models import MODELS, NAME_PATTERN
+from opsctl.yaml_input import load_yaml_file
+
+SNAPSHOT_FORMAT = "opsctl-snapshot/1"
+SIDES = ("gpu", "switch")
+TRAY_ANSWERED = ("complete", "incomplete", "failed")  # the tray ran its probe and answered
+
+
+@dataclass
+class SideReadings:
+    """The readings of all links at one end (GPU or switch), as arrays over link indices."""
+
+    counts: np.ndarray  # links × COUNTERS, NaN where not read
+    state: np.ndarray  # int8: 1 down, 0 up, −1 not read
+    ber: np.ndarray  # NaN where not read
+    observed: np.ndarray  # bool
+
+    @classmethod
+    def empty(cls, links):
+        return cls(np.full((links, len(COUNTERS)), np.nan), np.full(links, -1, dtype=np.int8),
+                   np.full(links, np.nan), np.zeros(links, dtype=bool))
+
+
+@dataclass
+class RackObservation:
+    """What one snapshot saw of one rack."""
+
+    rack: str
+    model: object  # RackModel
+    window_s: float
+    source: str
+    sides: dict  # "gpu" / "switch" -> SideReadings
+    gpu_reachable: np.ndarray  # int8 per GPU index: 1 answered, 0 did not, −1 not listed
+    gpu_xids: dict = field(default_factory=dict)  # GPU index -> [(xid, time or None)]
+    trays: dict = field(default_factory=dict)  # tray name -> {"status", "error"}
+    document: dict = field(default_factory=dict)
+
+
+def read_snapshot_file(path):
+    """The snapshot documents in a file: one document, or a list of them (a fleet)."""
+    data = _load(path)
+    documents = data if isinstance(data, list) else [data]
+    if not documents:
+        raise InputError(f"{path}: holds no snapshot")
+    for i, document in enumerate(documents):
+        if not isinstance(document, dict):
+            where = f"{path}[{i}]" if isinstance(data, list) else str(path)
+            raise InputError(f"{where}: expected a snapshot (a mapping with rack, model, links, gpus), found {type(document).__name__}")
+    return documents
+
+
+def _load(path):
+    # JSON is the format; a large fleet file parses an order of magnitude faster with json.
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except json.JSONDecodeError:
+        return load_yaml_file(path)  # YAML is accepted too; its errors name the line
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def snapshot_header(document, source):
+    """(rack, RackModel) of a snapshot document, checked."""
+    rack = document.get("rack")
+    if not isinstance(rack, str) or not NAME_PATTERN.fullmatch(rack):
+        raise InputError(f"{source}: rack must be a rack name ([A-Za-z0-9_.-]+), got {rack!r}")
+    model = document.get("model")
+    if model not in MODELS:
+        raise InputError(f"{source}: unknown model {model!r} for rack {rack} (known: {', '.join(sorted(MODELS))})")
+    return rack, MODELS[model]
+
+
+def parse_snapshot(document, source, index):
+    """Check a snapshot document against its model's PartIndex; a RackObservation."""
+    rack, model = snapshot_header(document, source)
+    window = document.get("window_seconds")
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or not math.isfinite(window) or window <= 0:
+        raise InputError(f"{source}: window_seconds must be a number of seconds > 0, got {window!r}")
+    links = document.get("links")
+    gpus = document.get("gpus")
+    if not isinstance(links, list):
+        raise InputError(f"{source}: links must be a list, got {type(links).__name__}")
+    if gpus is not None and not isinstance(gpus, list):
+        raise InputError(f"{source}: gpus must be a list, got {type(gpus).__name__}")
+    prefix = rack + "/"
+    sides = _read_links_fast(links, prefix, index)
+    if sides is None:  # something is off: the entry-by-entry reader finds it and says what
+        sides = {side: SideReadings.empty(index.links) for side in SIDES}
+        for i, entry in enumerate(links):
+            _read_link(entry, f"{source}: links[{i}]", prefix, index, sides)
+    observation = RackObservation(rack, model, float(window), str(source), sides,
+                                  np.full(len(index.gpu_ids), -1, dtype=np.int8), document=document)
+    for i, entry in enumerate(gpus or []):
+        _read_gpu(entry, f"{source}: gpus[{i}]", prefix, index, observation)
+    observation.trays = _read_trays(document.get("trays"), f"{source}: trays", model)
+    return observation
+
+
+def _relative(value, prefix, what, where):
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{where}: {what} must be a component id, got {value!r}")
+    return value[len(prefix):] if value.startswith(prefix) else value
+
+
+def _link_index(entry, where, prefix, index, side):
+    if side == "switch" and "link" in entry:
+        link_id = _relative(entry.get("link"), prefix, "link", where)
+        if link_id not in index.link_index:
+            raise InputError(f"{where}: {prefix}{link_id} is not a link of {index.model.name}")
+        return index.link_index[link_id]
+    if side == "switch" and "switch" in entry:
+        end = _relative(entry.get("switch"), prefix, "switch", where)
+        port_key, table = "switch_port", index.link_by_switch_port
+    else:
+        gpu_key, port_key = ("peer_gpu", "peer_port") if side == "switch" and "peer_gpu" in entry else ("gpu", "port")
+        end = _relative(entry.get(gpu_key), prefix, gpu_key, where)
+        table = index.link_by_gpu_port
+        if end not in index.gpu_index:
+            raise InputError(f"{where}: {prefix}{end} is not a GPU of {index.model.name}")
+    port = entry.get(port_key)
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise InputError(f"{where}: {port_key} must be a whole number, got {port!r}")
+    link = table.get((end, port))
+    if link is None:
+        raise InputError(f"{where}: {prefix}{end} has no NVLink {port_key} {port} in {index.model.name}")
+    return link
+
+
+def _read_links_fast(links, prefix, index):
+    """The links of a well-formed snapshot, read column by column (a fleet has hundreds of
+    thousands); None at the first thing out of the ordinary."""
+    if not all(type(entry) is dict for entry in links):
+        return None
+    by_side = {"gpu": [], "switch": []}
+    for entry in links:
+        side = by_side.get(entry.get("side", "gpu"))
+        if side is None:
+            return None
+        side.append(entry)
+    gpu_table = _gpu_port_table(prefix, index)
+    link_table = _link_table(prefix, index)
+    sides = {}
+    for side, entries in by_side.items():
+        if side == "gpu":
+            if any(type(entry.get("port")) is not int for entry in entries):
+                return None
+            positions = [gpu_table.get((entry.get("gpu"), entry.get("port"))) for entry in entries]
+        else:
+            positions = [link_table.get(entry.get("link")) for entry in entries]
+        if None in positions:
+            return None
+        sides[side] = _columns(entries, np.array(positions, dtype=np.int64), index)
+        if sides[side] is None:
+            return None
+    return sides
+
+
+_VALUE_KEYS = (*COUNTERS, "effective_ber")
+_NAN = float("nan")
+
+
+def _columns(entries, positions, index):
+    readings = SideReadings.empty(index.links)
+    if len(positions) and np.bincount(positions, minlength=index.links).max() > 1:
+        return None
+    readings.observed[positions] = True
+    if not entries:
+        return readings
+    # One row of numbers per entry (NaN where absent); anything but a number sends the
+    # snapshot to the entry-by-entry reader, which says what is wrong.
+    rows = [tuple(entry.get(key, _NAN) for key in _VALUE_KEYS) for entry in entries]
+    if not {type(value) for row in rows for value in row} <= {int, float}:
+        return None
+    values = np.array(rows, dtype=float)
+    counts, ber = values[:, :len(COUNTERS)], values[:, len(COUNTERS)]
+    present = ~np.isnan(values)
+    if not np.all(np.isfinite(values[present])) or np.any(counts[~np.isnan(counts)] < 0) or np.any(ber[~np.isnan(ber)] > 1) \
+            or np.any(ber[~np.isnan(ber)] < 0):
+        return None
+    readings.counts[positions] = counts
+    readings.ber[positions] = ber
+    states = [entry.get("state") for entry in entries]
+    if not set(states) <= {"up", "down", None}:
+        return None
+    readings.state[positions] = [-1 if state is None else (1 if state == "down" else 0) for state in states]
+    return readings
+
+
+@lru_cache(maxsize=512)
+def _link_table(prefix, index):
+    """Link id as written (full or rack-relative) -> link index."""
+    table = dict(index.link_index)
+    table.update({prefix + link: i for link, i in index.link_index.items()})
+    return table
+
+
+@lru_cache(maxsize=512)
+def _gpu_port_table(prefix, index):
+    """(GPU id as written, port) -> link index, for full and rack-relative ids."""
+    table = {}
+    for (gpu, port), link in index.link_by_gpu_port.items():
+        table[(gpu, port)] = link
+        table[(prefix + gpu, port)] = link
+    return table
+
+
+def _read_link(entry, where, prefix, index, sides):
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    side = entry.get("side", "gpu")
+    if side not in SIDES:
+        raise InputError(f"{where}: side must be gpu or switch, got {side!r}")
+    link = _link_index(entry, where, prefix, index, side)
+    readings = sides[side]
+    if readings.observed[link]:
+        raise InputError(f"{where}: {prefix}{index.link_ids[link]} ({side} side) is listed twice")
+    readings.observed[link] = True
+    for column, name in enumerate(COUNTERS):
+        value = entry.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise InputError(f"{where}: {name} must be a count ≥ 0 (a delta over the window), got {value!r}")
+        readings.counts[link, column] = value
+    state = entry.get("state")
+    if state is not None:
+        if state not in ("up", "down"):
+            raise InputError(f"{where}: state must be up or down, got {state!r}")
+        readings.state[link] = 1 if state == "down" else 0
+    ber = entry.get("effective_ber")
+    if ber is not None:
+        if isinstance(ber, bool) or not isinstance(ber, (int, float)) or not 0 <= ber <= 1:
+            raise InputError(f"{where}: effective_ber must be a number in [0, 1], got {ber!r}")
+        readings.ber[link] = ber
+
+
+def _read_gpu(entry, where, prefix, index, observation):
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    gpu_id = _relative(entry.get("id"), prefix, "id", where)
+    gpu = index.gpu_index.get(gpu_id)
+    if gpu is None:
+        raise InputError(f"{where}: {prefix}{gpu_id} is not a GPU of {index.model.name}")
+    if observation.gpu_reachable[gpu] != -1:
+        raise InputError(f"{where}: {prefix}{gpu_id} is listed twice")
+    reachable = entry.get("reachable", True)
+    if not isinstance(reachable, bool):
+        raise InputError(f"{where}: reachable must be true or false, got {reachable!r}")
+    observation.gpu_reachable[gpu] = 1 if reachable else 0
+    xids = entry.get("xids") or []
+    if not isinstance(xids, list):
+        raise InputError(f"{where}: xids must be a list, got {type(xids).__name__}")
+    events = []
+    for j, xid in enumerate(xids):
+        at = None
+        if isinstance(xid, dict):
+            at = _time(xid.get("time"), f"{where}: xids[{j}].time")
+            xid = xid.get("xid")
+        if isinstance(xid, bool) or not isinstance(xid, int) or xid < 0:
+            raise InputError(f"{where}: xids[{j}] must be an XID number or {{xid, time}}, got {xid!r}")
+        events.append((xid, at))
+    if events:
+        observation.gpu_xids[gpu] = events
+
+
+def _time(value, where):
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    raise InputError(f"{where} must be unix seconds or an ISO 8601 time, got {value!r}")
+
+
+def _read_trays(trays, where, model):
+    if trays is None:
+        return {}
+    if not isinstance(trays, list):
+        raise InputError(f"{where} must be a list, got {type(trays).__name__}")
+    known = set(model.tray_names())
+    found = {}
+    for i, entry in enumerate(trays):
+        if not isinstance(entry, dict) or not isinstance(entry.get("tray"), str) or not isinstance(entry.get("status"), str):
+            raise InputError(f"{where}[{i}]: expected {{tray, status}}, got {entry!r}")
+        if entry["tray"] not in known:
+            raise InputError(f"{where}[{i}]: {entry['tray']!r} is not a tray of {model.name}")
+        found[entry["tray"]] = {"status": entry["status"], "error": entry.get("error")}
+    return found
+
+
+def lost_gpus(observation, index):
+    """GPU indices that did not answer while their tray did: lost GPUs, not missing readings."""
+    answered = {}
+    for gpu, state in enumerate(observation.gpu_reachable):
+        if state == 1:
+            answered[index.gpu_tray[gpu]] = True
+    lost = []
+    for gpu, state in enumerate(observation.gpu_reachable):
+        if state != 0:
+            continue
+        tray = index.gpu_tray[gpu]
+        status = observation.trays.get(tray, {}).get("status")
+        if status in TRAY_ANSWERED or (status is None and answered.get(tray)):
+            lost.append(gpu)
+    return lost
+
+
+def unread_trays(observation, index):
+    """Compute trays none of whose links were read at either end, and trays marked unreachable."""
+    read = {}
+    any_side = np.zeros(index.links, dtype=bool)
+    for readings in observation.sides.values():
+        any_side |= readings.observed
+    for link in np.flatnonzero(any_side):
+        read[index.gpu_tray[index.link_gpu[link]]] = True
+    trays = {t for t in index.model.compute_tray_names() if not read.get(t)}
+    trays |= {t for t, info in observation.trays.items() if info["status"] not in TRAY_ANSWERED}
+    return sorted(trays)
+
+
+# --- building a snapshot from the trays' probe documents -------------------------------------
+def assemble_snapshot(rack, model, window_s, tray_documents, tray_failures, taken=None):
+    """CONTRACT's rack snapshot from `python -m probes snapshot` documents.
+
+    tray_documents: {tray: document}; tray_failures: {tray: reason} for trays that gave none.
+    A tray's links name the GPU by its local index; here they get the rack's ids."""
+    links, gpus, trays = [], [], []
+    for tray in model.tray_names():
+        if tray in tray_failures:
+            trays.append({"tray": tray, "status": "unreachable", "error": tray_failures[tray]})
+            continue
+        document = tray_documents.get(tray)
+        if document is None:
+            continue
+        trays.append({"tray": tray, "status": document.get("status", "complete"), "error": None})
+        tray_id = model.tray_id(rack, tray)
+        for link in document.get("links", []):
+            links.append(_rack_link(link, rack, tray_id))
+        for gpu in document.get("gpus", []):
+            local = gpu.get("gpu")
+            entry = {"id": f"{tray_id}/gpu{local}" if isinstance(local, int) else gpu.get("id"), "reachable": gpu.get("reachable", True),
+                     "xids": gpu.get("xids", [])}
+            gpus.append(entry)
+    document = {"format": SNAPSHOT_FORMAT, "rack": rack, "model": model.name, "window_seconds": window_s,
+                "links": links, "gpus": gpus, "trays": trays}
+    if taken:
+        document["taken"] = taken
+    return document
+
+
+def _rack_link(row, rack, tray_id):
+    """A tray's link row with the rack's ids: a GPU-side row names its GPU by local index; a
+    switch-side row its chip by name and its link and peer GPU relative to the rack."""
+    entry = {k: v for k, v in row.items() if k not in ("gpu", "chip", "link", "peer_gpu")}
+    if isinstance(row.get("gpu"), int):
+        entry["gpu"] = f"{tray_id}/gpu{row['gpu']}"
+    if isinstance(row.get("chip"), str):
+        entry["switch"] = f"{tray_id}/{row['chip']}"
+    for key in ("link", "peer_gpu"):
+        if isinstance(row.get(key), str):
+            entry[key] = row[key] if row[key].startswith(rack + "/") else f"{rack}/{row[key]}"
+    return entry
+

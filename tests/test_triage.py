@@ -1,0 +1,86 @@
+"""`opsctl triage RACK`: snapshot every tray through the real fan-out, localize, and lay out
+each fault with its repair, MTTR, blast radius and runbook — locally and over ssh."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import assert_one_line_error
+from tests.test_snapshot_cli import sim_inventory
+
+SEEDED_FAULTS = {"rack07/ct05/gpu1/nvl07", "rack07/ct12/j2", "rack07/ct07/gpu0/nvl13"}
+
+
+@pytest.fixture(scope="module")
+def rack07_triage(tmp_path_factory):
+    """One triage of the built-in rack07 (27 trays, its seeded faults) as a real process: its
+    exit code, its JSON and the snapshot it kept."""
+    saved = tmp_path_factory.mktemp("triage") / "rack07.json"
+    env = {k: v for k, v in os.environ.items() if k != "OPSCTL_INVENTORY"}
+    proc = subprocess.run([sys.executable, "-m", "opsctl", "triage", "rack07", "--window", "3", "--json", "--save", str(saved)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    return proc.returncode, json.loads(proc.stdout), saved
+
+
+def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
+    code, result, _ = rack07_triage
+    assert code == 1
+    faults = [s for s in result["suspects"] if "alternative_to" not in s]
+    assert {s["component"] for s in faults} == SEEDED_FAULTS
+    for s in faults:
+        assert s["score"] > 0.9 and s["action"] and s["mttr_hours"] > 0 and s["gpus_idled"] == 4
+        assert s["runbook"].startswith("runbooks/")
+    assert len(result["trays"]) == 27 and all(t["status"] == "complete" for t in result["trays"])
+    assert result["observed"]["switch_side_links"] == 1296  # the simulated switch trays answered
+    assert result["xids"]["origins"] == ["rack07/ct07/gpu0"]
+
+
+def test_the_kept_snapshot_localizes_to_the_same_answer(rack07_triage, opsctl):
+    _, result, saved = rack07_triage
+    again = opsctl("localize", saved, "--json")
+    assert again.code == 1
+    assert [s["component"] for s in again.json()["racks"][0]["suspects"]] == [s["component"] for s in result["suspects"]]
+
+
+def test_triage_reads_well_for_a_person(opsctl, tmp_path):
+    inventory = sim_inventory(tmp_path, "seed: 3\nfaults:\n  - {kind: xid, gpu: gpu6, xid: 119, at_s: 0.5}\n")
+    result = opsctl("--inventory", inventory, "triage", "lab1", "--window", "2")
+    assert result.code == 1, result.err
+    out = result.out
+    assert "faulty: 1 fault(s) found" in out and "lab1/gpu6 (gpu)" in out
+    assert "XID 119 (GSP RPC timeout)" in out and "reset the GPU" in out
+    assert "runbook: runbooks/xid-gsp.md" in out and "idles: 1 GPU(s)" in out
+
+
+def test_a_healthy_server_and_an_unread_one(opsctl, tmp_path):
+    healthy = opsctl("triage", "hgx01", "--window", "1")
+    assert healthy.code == 0 and "healthy" in healthy.out
+    inventory = sim_inventory(tmp_path, "faults:\n  - {kind: tray_unreachable, tray: node}\n")
+    unread = opsctl("--inventory", inventory, "triage", "lab1", "--window", "1", "--json")
+    assert unread.code == 3
+    document = unread.json()
+    assert document["status"] == "incomplete" and not document["healthy"] and document["suspects"] == []
+    assert document["unread_trays"] == ["node"] and "unreachable" in document["trays"][0]["error"]
+
+
+def test_triage_over_ssh(sshd, tmp_path, opsctl):
+    """The trays of an HGX server reached over ssh (a real sshd on loopback)."""
+    (tmp_path / "scenario.yaml").write_text("faults:\n  - {kind: link_errors, link: gpu2/nvl11, crc_per_s: 400, replay_per_s: 2}\n")
+    known = sshd.write_known_hosts(tmp_path / "known_hosts", sshd.addresses[:1])
+    inventory = sshd.inventory(tmp_path / "inventory.yaml", rack="srv1", model="hgx-h100", trays=["node"],
+                               scenario="scenario.yaml", known_hosts=known)
+    result = opsctl("--inventory", inventory, "triage", "srv1", "--window", "2", "--json")
+    assert result.code == 1, result.err
+    (fault,) = [s for s in result.json()["suspects"] if "alternative_to" not in s]
+    assert fault["component"] == "srv1/gpu2/nvl11" and fault["repair"] == "replace_baseboard"
+
+
+def test_bad_triage_input_is_refused_before_any_tray_is_read(opsctl, tmp_path):
+    bad = tmp_path / "mttr.yaml"
+    bad.write_text("actions:\n  reset_gpu:\n    repair_h: -3\n")
+    assert_one_line_error(opsctl("triage", "hgx01", "--mttr-config", bad), 2, "repair_h must be hours")
+    assert_one_line_error(opsctl("triage", "nosuchrack"), 2, "unknown rack 'nosuchrack'")
