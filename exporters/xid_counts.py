@@ -29,21 +29,13 @@ class XidCounts:
 
     @property
     def running(self):
-        thread = self._watcher._thread
-        return thread is not None and thread.is_alive()
+        return self._watcher.alive
 
     def _take_new(self):
-        """Move what the watcher collected since last time into the counts.
-
-        The watcher only ever appends to its lists (from its own thread); taking the first n
-        and deleting them leaves anything appended meanwhile for the next call, and keeps the
-        lists from growing for as long as the exporter runs."""
-        events, errors = self._watcher.events, self._watcher.errors
-        n, e = len(events), len(errors)
-        new = events[:n]
-        del events[:n]
-        del errors[:e]
-        self.watch_errors += e
+        """Move what the watcher collected since last time into the counts (draining it keeps
+        its lists from growing for as long as the exporter runs)."""
+        new, errors = self._watcher.drain()
+        self.watch_errors += sum(error.get("repeats", 1) for error in errors)
         for event in new:
             if event["gpu"] is None:
                 self.unattributed += 1

@@ -108,8 +108,8 @@ class GpuReading:
         return asdict(self)
 
 
-class _GpuLost(Exception):
-    pass
+class _StopReading(Exception):
+    """This GPU answers no more in this reading (lost, or no handle); the rest go on."""
 
 
 class NvmlReader:
@@ -120,7 +120,16 @@ class NvmlReader:
         self.nvml = nvml
         self.now = now
         self.count = nvml.nvmlDeviceGetCount()
-        self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(self.count)]
+        # A GPU NVML will not hand out (already lost, reset required) must not take the tray
+        # down with it: its readings say why, the others are read as usual.
+        self.handles = []
+        self.handle_errors = {}
+        for index in range(self.count):
+            try:
+                self.handles.append(nvml.nvmlDeviceGetHandleByIndex(index))
+            except nvml.NVMLError as error:
+                self.handles.append(None)
+                self.handle_errors[index] = error
         self._field_ids = {name: getattr(nvml, const) for name, const in {**LINK_COUNTER_FIELDS, **LINK_GAUGE_FIELDS}.items()}
         self._fec0 = nvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0
         self._link_counts = {}
@@ -147,7 +156,7 @@ class NvmlReader:
         except nvml.NVMLError_GpuIsLost:
             reading.lost = True
             reading.errors[name] = "GPU is lost"
-            raise _GpuLost() from None
+            raise _StopReading() from None
         except nvml.NVMLError_NotSupported:
             if name not in reading.unsupported:
                 reading.unsupported.append(name)
@@ -156,17 +165,26 @@ class NvmlReader:
             reading.errors[name] = str(error)
             return None
 
+    def _handle(self, reading):
+        handle = self.handles[reading.index]
+        if handle is None:
+            error = self.handle_errors[reading.index]
+            reading.lost = isinstance(error, self.nvml.NVMLError_GpuIsLost)
+            reading.errors["nvmlDeviceGetHandleByIndex"] = str(error)
+            raise _StopReading()
+        return handle
+
     def read_gpu(self, index, identity=True, links=True):
         started = time.perf_counter()
         reading = GpuReading(index=index, time=self.now())
-        handle = self.handles[index]
         try:
+            handle = self._handle(reading)
             if identity:
                 self._read_identity(reading, handle)
             self._read_health(reading, handle)
             if links:
                 self._read_links(reading, handle)
-        except _GpuLost:
+        except _StopReading:
             pass
         reading.read_seconds = time.perf_counter() - started
         return reading
@@ -179,8 +197,8 @@ class NvmlReader:
         load runs."""
         reading = GpuReading(index=index, time=self.now())
         try:
-            self._read_load_fields(reading, self.handles[index])
-        except _GpuLost:
+            self._read_load_fields(reading, self._handle(reading))
+        except _StopReading:
             pass
         return reading
 
@@ -189,14 +207,14 @@ class NvmlReader:
         count on this GPU is None. Empty when the GPU has no NVLink or the call failed."""
         nvml = self.nvml
         reading = GpuReading(index=index, time=self.now())
-        handle = self.handles[index]
         try:
+            handle = self._handle(reading)
             count = self._link_count(reading, handle)
             fields = {const: (getattr(nvml, const), scale) for options in LINK_TRAFFIC_FIELDS.values()
                       for const, scale in options}
             requests = [(fid, port) for port in range(count) for fid, _ in fields.values()]
             values = self._call(reading, "nvmlDeviceGetFieldValues", handle, requests) if requests else None
-        except _GpuLost:
+        except _StopReading:
             return {}
         if values is None:
             return {}
@@ -300,7 +318,7 @@ class NvmlReader:
                 try:
                     nvml.nvmlDeviceGetNvLinkState(handle, count)
                 except nvml.NVMLError_GpuIsLost:
-                    raise _GpuLost() from None
+                    raise _StopReading() from None
                 except nvml.NVMLError:
                     break
                 count += 1
@@ -328,7 +346,7 @@ class NvmlReader:
                 if value is None or value.nvmlReturn != nvml.NVML_SUCCESS:
                     if value is not None and value.nvmlReturn == nvml.NVML_ERROR_GPU_IS_LOST:
                         reading.lost = True
-                        raise _GpuLost()
+                        raise _StopReading()
                     link.unsupported.append(name)
                     continue
                 number = _field_number(nvml, value)
@@ -376,6 +394,7 @@ class XidWatcher:
         self.poll_ms = poll_ms
         self.events = []  # dicts: gpu index, xid, time
         self.errors = []
+        self._lock = threading.Lock()  # events and errors are appended by the polling thread
         self._addresses = {_address(h): i for i, h in enumerate(handles)}
         self._stop = threading.Event()
         self._thread = None
@@ -388,6 +407,9 @@ class XidWatcher:
         nvml = self.nvml
         self._set = nvml.nvmlEventSetCreate()
         for index, handle in enumerate(self.handles):
+            if handle is None:
+                self.errors.append({"gpu": index, "error": "cannot watch XIDs: NVML gave no handle"})
+                continue
             try:
                 nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, self._set)
             except nvml.NVMLError as error:
@@ -405,12 +427,37 @@ class XidWatcher:
             except nvml.NVMLError_Timeout:
                 continue
             except nvml.NVMLError as error:
-                self.errors.append({"gpu": None, "error": f"XID wait failed: {error}"})
+                self._record_error(f"XID wait failed: {error}")
                 self._stop.wait(self.poll_ms / 1000.0)
                 continue
             if data.eventType & nvml.nvmlEventTypeXidCriticalError:
-                self.events.append({"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData),
-                                    "time": time.time()})
+                self._record(data)
+
+    def _record(self, data):
+        event = {"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData), "time": time.time()}
+        with self._lock:
+            self.events.append(event)
+
+    def _record_error(self, message):
+        # A persistent failure repeats every poll: count it on its last entry instead of growing.
+        with self._lock:
+            if self.errors and self.errors[-1]["error"] == message:
+                self.errors[-1]["repeats"] = self.errors[-1].get("repeats", 1) + 1
+            else:
+                self.errors.append({"gpu": None, "error": message})
+
+    @property
+    def alive(self):
+        """Is the polling thread still watching?"""
+        return self._thread is not None and self._thread.is_alive()
+
+    def drain(self):
+        """Take (events, errors) collected so far, leaving the watcher empty: a watcher that
+        runs for days (the exporter's) must not keep every event it ever saw."""
+        with self._lock:
+            events, errors = self.events, self.errors
+            self.events, self.errors = [], []
+        return events, errors
 
     def stop(self):
         self._stop.set()
@@ -422,7 +469,7 @@ class XidWatcher:
                 data = self.nvml.nvmlEventSetWait(self._set, 0)
             except self.nvml.NVMLError:
                 break
-            self.events.append({"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData), "time": time.time()})
+            self._record(data)
         try:
             self.nvml.nvmlEventSetFree(self._set)
         except self.nvml.NVMLError:

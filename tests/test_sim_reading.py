@@ -170,3 +170,41 @@ def test_the_same_seed_gives_the_same_readings(sim_rack):
         rack.clock.advance(123.4)
         readings.append([link.counters for link in reader_for(rack, "ct01").read_gpu(0).links])
     assert readings[0] == readings[1]
+
+
+def test_the_xid_log_grows_with_time_and_agrees_with_a_full_recount(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: xid, gpu: ct01/gpu0, xid: 119, at_s: 5, repeat_s: 7, count: 50}\n"
+                    "  - {kind: xid, gpu: ct01/gpu0, xid: 43, at_s: 11}\n")
+    gpu = rack.trays["ct01"].gpus[0]
+    expected = sorted([(5.0 + 7 * k, 119) for k in range(50)] + [(11.0, 43)])
+    for until in (0, 4.9, 5, 11, 30.5, 100, 1000, 20):  # out of order too: the log is cached
+        assert gpu.xid_events(until) == [e for e in expected if e[0] <= until]
+        assert gpu.xid_count(until) == len(gpu.xid_events(until))
+    assert gpu.xid_at(1, 11) == (11.0, 43) and gpu.xid_at(2, 11) is None
+
+
+def test_a_watcher_drains_what_it_collected(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: xid, gpu: ct01/gpu2, xid: 79, at_s: 1}\n")
+    nvml = SimNvml(rack, "ct01")
+    nvml.nvmlInit()
+    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(4)]
+    watcher = XidWatcher(nvml, handles).start(poll=False)
+    rack.clock.advance(2)
+    assert not watcher.alive  # poll=False runs no thread
+    watcher.stop()
+    events, errors = watcher.drain()
+    assert [(e["gpu"], e["xid"]) for e in events] == [(2, 79)] and errors == []
+    assert watcher.drain() == ([], [])
+
+
+def test_a_gpu_lost_before_the_reader_starts_does_not_take_the_tray_down(sim_rack):
+    rack = sim_rack("faults:\n  - {kind: gpu_lost, gpu: ct02/gpu1, start_s: 0}\n")
+    reader = reader_for(rack, "ct02")
+    readings = reader.read_all()
+    assert readings[1].lost and "nvmlDeviceGetHandleByIndex" in readings[1].errors
+    assert [r.lost for r in readings] == [False, True, False, False]
+    assert readings[0].links and readings[2].temperature_c is not None
+    assert reader.read_under_load(1).lost and reader.read_link_traffic(1) == {}
+    watcher = XidWatcher(reader.nvml, reader.handles).start(poll=False)
+    watcher.stop()
+    assert watcher.drain()[1] == [{"gpu": 1, "error": "cannot watch XIDs: NVML gave no handle"}]

@@ -4,6 +4,7 @@ Every reading is computed from the spec, the seed and the clock, so two reads at
 moment agree, deltas over a window are the injected rates, and nothing drifts between runs.
 """
 
+import bisect
 import math
 import threading
 
@@ -159,6 +160,8 @@ class SimGpu:
         self.links = [SimLink(self, link) for link in spec.links]
         self._busy = []  # merged (start, end) intervals of load, sim time
         self._lock = threading.Lock()
+        self._xid_cache = []  # (time, xid) in order, complete up to _xid_horizon
+        self._xid_horizon = -math.inf
 
     # --- faults that change what answers ---------------------------------------------------
     def lost_at(self):
@@ -278,21 +281,32 @@ class SimGpu:
     # --- XIDs ---------------------------------------------------------------------------------
     def xid_events(self, until):
         """[(time, xid)] of every XID logged up to `until`, in order."""
-        events = []
-        for effect in self.effects:
-            if effect.kind != "xid":
-                continue
-            at = float(effect.get("at_s", 0.0))
-            repeat = effect.get("repeat_s")
-            limit = int(effect.get("count", 1 if repeat is None else 10**9))
-            n = 0
-            while at <= until and n < limit:
-                events.append((at, int(effect.get("xid"))))
-                n += 1
-                if repeat is None:
-                    break
-                at += float(repeat)
-        return sorted(events)
+        log = self._xid_log(until)
+        return log[: bisect.bisect_right(log, (until, math.inf))]
+
+    def xid_count(self, until):
+        """How many XIDs were logged up to `until`."""
+        return bisect.bisect_right(self._xid_log(until), (until, math.inf))
+
+    def xid_at(self, index, until):
+        """The index-th XID (time, xid) if it was logged by `until`, else None."""
+        log = self._xid_log(until)
+        return log[index] if index < len(log) and log[index][0] <= until else None
+
+    def _xid_log(self, until):
+        """The XIDs up to at least `until`, generated once and extended as time goes on:
+        a repeating XID (a flapping link's, every 30 s) would otherwise be regenerated from
+        the start on every read of a long-running exporter."""
+        with self._lock:
+            if until > self._xid_horizon:
+                new = []
+                for effect in self.effects:
+                    if effect.kind == "xid":
+                        code = int(effect.get("xid"))
+                        new.extend((at, code) for at in _occurrences(effect, self._xid_horizon, until))
+                self._xid_cache.extend(sorted(new))  # all later than what is cached
+                self._xid_horizon = until
+            return self._xid_cache
 
     # --- fabric ---------------------------------------------------------------------------------
     def fabric(self, t):
@@ -308,6 +322,25 @@ class SimGpu:
                     if effect.get(flag):
                         flags[flag] = True
         return state, flags
+
+
+def _occurrences(effect, after, until):
+    """Times in (after, until] at which an `xid` effect logs its XID."""
+    at = float(effect.get("at_s", 0.0))
+    repeat = effect.get("repeat_s")
+    if repeat is None:
+        return [at] if after < at <= until else []
+    repeat = float(repeat)
+    limit = int(effect.get("count", 10**9))
+    first = 0 if after < at else int((after - at) // repeat) + 1
+    times = []
+    for k in range(first, limit):
+        t = at + k * repeat
+        if t > until:
+            break
+        if t > after:
+            times.append(t)
+    return times
 
 
 class SimTray:

@@ -153,6 +153,8 @@ class SimNvml:
         self._check_init()
         if not isinstance(index, int) or not 0 <= index < len(self._gpus):
             raise pynvml.NVMLError_InvalidArgument()
+        if self._gpus[index].is_lost(self._rack.now()):
+            raise pynvml.NVMLError_GpuIsLost()  # as the driver answers for a GPU that fell off the bus
         return self._handles[index]
 
     def nvmlDeviceGetHandleByUUID(self, uuid):
@@ -517,7 +519,7 @@ class SimNvml:
         gpu, t = self._gpu(handle, "nvmlDeviceRegisterEvents")
         events = self._event_set(eventSet)
         with self._lock:
-            already = sum(1 for at, _ in gpu.xid_events(t) if at < t)
+            already = gpu.xid_count(t - 1e-9)
             events.registered[gpu.id] = (gpu, handle, t, eventTypes)
             events.delivered[gpu.id] = already  # only XIDs logged after registration arrive
 
@@ -544,10 +546,9 @@ class SimNvml:
         for gpu_id, (gpu, handle, _, mask) in events.registered.items():
             if not mask & pynvml.nvmlEventTypeXidCriticalError:
                 continue
-            logged = gpu.xid_events(now)
-            index = events.delivered[gpu_id]
-            if index < len(logged) and (best is None or logged[index][0] < best[0]):
-                best = (logged[index][0], gpu_id, handle, logged[index][1])
+            event = gpu.xid_at(events.delivered[gpu_id], now)
+            if event is not None and (best is None or event[0] < best[0]):
+                best = (event[0], gpu_id, handle, event[1])
         if best is None:
             return None
         _, gpu_id, handle, xid = best
@@ -561,10 +562,9 @@ class SimNvml:
     def _next_event_time(self, events, deadline):
         times = []
         for gpu_id, (gpu, _, _, _) in events.registered.items():
-            logged = gpu.xid_events(deadline)
-            index = events.delivered[gpu_id]
-            if index < len(logged):
-                times.append(logged[index][0])
+            event = gpu.xid_at(events.delivered[gpu_id], deadline)
+            if event is not None:
+                times.append(event[0])
         return min(times) if times else None
 
     def nvmlEventSetFree(self, eventSet):
