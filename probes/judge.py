@@ -46,6 +46,11 @@ def _load(path):
     return data
 
 
+def xid_catalog():
+    """{xid: {meaning, action, verdict, alert, runbook}} — the one XID catalog (xids.yaml)."""
+    return _load(REFERENCES / "xids.yaml")["xids"]
+
+
 def sku_files():
     return sorted(p for p in REFERENCES.glob("*.yaml") if p.name not in SHARED_FILES)
 

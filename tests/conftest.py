@@ -1,6 +1,7 @@
 """Shared test fixtures: running the CLI in-process, simulated racks on a manual clock."""
 
 import json
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -52,6 +53,13 @@ def opsctl_process(tmp_path):
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return invoke
+
+
+def free_port(address="127.0.0.1"):
+    """A TCP port nothing listens on right now, for a real server a test starts."""
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
 
 
 def assert_one_line_error(result, code=2, *fragments):
