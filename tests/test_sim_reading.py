@@ -208,3 +208,21 @@ def test_a_gpu_lost_before_the_reader_starts_does_not_take_the_tray_down(sim_rac
     watcher = XidWatcher(reader.nvml, reader.handles).start(poll=False)
     watcher.stop()
     assert watcher.drain()[1] == [{"gpu": 1, "error": "cannot watch XIDs: NVML gave no handle"}]
+
+
+def test_a_hung_gpu_blocks_its_nvml_calls_until_the_hang_ends(sim_rack):
+    import threading
+
+    from probes.sim.clock import WallClock
+
+    rack = sim_rack("faults:\n  - {kind: gpu_hang, gpu: ct01/gpu1, start_s: 0, end_s: 1.5}\n")
+    rack.clock = WallClock()  # a real stuck call, measured in real time
+    rack.epoch = rack.clock.now()
+    reader = reader_for(rack, "ct01")
+    assert reader.read_gpu(0).temperature_c is not None  # the others answer at once
+    done = threading.Event()
+    threading.Thread(target=lambda: (reader.read_gpu(1, links=False), done.set()), daemon=True).start()
+    assert not done.wait(0.7)  # still blocked in the driver
+    assert done.wait(5)  # and back once the hang ends
+    device = SimComputeDevice(rack, rack.trays["ct01"].gpus[1])
+    assert device.tflops_now("bf16") > 0

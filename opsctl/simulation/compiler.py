@@ -216,6 +216,9 @@ class _Builder:
                         self.link_effect(link_id, "down", {"start_s": start}, fault)
                     # The rest of the domain sees its links go; the lost GPU itself logged 79.
                     self.link_drop(gpu_links, fault, start, origin_xid=False)
+        elif kind == "gpu_hang":
+            for gpu_id in self.gpu_ids(fault):
+                self.gpu_effect(gpu_id, "hang", {**window, "nvml": p.get("nvml", True)}, fault)
         elif kind == "not_supported":
             fields = []
             for name in p.get("fields", []):

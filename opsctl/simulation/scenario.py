@@ -47,6 +47,7 @@ FAULT_KINDS = {
     "xid": ("gpu", {"xid": _COUNT, "at_s": _NUMBER, "repeat_s": _NUMBER, "count": _COUNT}, ("xid",)),
     "sdc": ("gpu", {**_WINDOW, "probability": _PROBABILITY}, ("probability",)),
     "gpu_lost": ("gpu", {"start_s": _NUMBER}, ()),
+    "gpu_hang": ("gpu", {**_WINDOW, "nvml": _BOOL}, ()),
     "not_supported": ("gpu", {"calls": _TEXT_LIST, "fields": _TEXT_LIST}, ()),
     "fabric_degraded": ("gpu", {**_WINDOW, "route_unhealthy": _BOOL}, ()),
     "tray_unreachable": ("tray", {}, ()),

@@ -173,7 +173,12 @@ class SimGpu:
         return lost is not None and t >= lost
 
     def is_hung(self, t):
-        return any(e.kind == "hang" and t >= e.get("start_s", 0.0) for e in self.effects)
+        """Compute on this GPU never returns (a wedged GPU or driver)."""
+        return any(e.kind == "hang" and profiles.active(e, t) for e in self.effects)
+
+    def nvml_hangs(self, t):
+        """NVML calls on this GPU block too (the driver itself is stuck)."""
+        return any(e.kind == "hang" and e.get("nvml", False) and profiles.active(e, t) for e in self.effects)
 
     def unsupported_calls(self):
         return {c for e in self.effects if e.kind == "not_supported" for c in e.get("calls", [])}

@@ -107,6 +107,9 @@ class SimNvml:
         except (KeyError, AttributeError, ValueError, TypeError):
             raise pynvml.NVMLError_InvalidArgument() from None
         t = self._rack.now()
+        while gpu.nvml_hangs(t):  # a stuck driver: the call blocks until the hang ends, if ever
+            self._rack.clock.sleep(1.0)
+            t = self._rack.now()
         if gpu.is_lost(t):
             raise pynvml.NVMLError_GpuIsLost()
         if call in gpu.unsupported_calls():

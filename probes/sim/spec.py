@@ -25,7 +25,7 @@ GPU_EFFECTS = {
     "xid": {"xid", "at_s", "repeat_s", "count"},
     "sdc": {"probability", "start_s", "end_s"},
     "lost": {"start_s"},
-    "hang": {"start_s"},  # compute calls never return (a wedged GPU or driver); NVML still answers
+    "hang": {"start_s", "end_s", "nvml"},  # compute never returns (a wedged GPU); with nvml, NVML calls block too
     "not_supported": {"calls", "fields"},
     "fabric": {"state", "degraded_bw", "route_recovery", "route_unhealthy", "access_timeout_recovery", "start_s", "end_s"},
 }
