@@ -6,10 +6,14 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from opsctl.cli.commands.ledger import TIME, db_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
+from opsctl.ledger.fleet_stats import reliability_inputs
+from opsctl.ledger.store import open_ledger
 from opsctl.mttr import load_mttr_model
 from opsctl.tco.compare import ROWS, cell, compare
+from opsctl.tco.from_ledger import with_measured_reliability
 from opsctl.tco.pricing import price
 from opsctl.tco.scenario import load_scenario
 from opsctl.tco.sweep import parse_vary, sweep, write_csv, write_png
@@ -21,8 +25,27 @@ mttr_option = click.option(
          "blast radii of the failure classes come from it.")
 
 
-def _priced(path, mttr_config):
-    return price(load_scenario(path), load_mttr_model(mttr_config))
+ledger_options = (
+    click.option("--from-ledger", is_flag=True,
+                 help="Take MTBI, repair time and GPUs idled from the fleet's ledger instead of the scenario's "
+                      "published figures (see opsctl ledger stats)."),
+    click.option("--since", type=TIME, help="With --from-ledger: measure from this time."),
+    click.option("--rack", "racks", multiple=True, help="With --from-ledger: only this rack (repeat for more)."),
+    db_option,
+)
+
+
+def _priced(path, mttr_config, from_ledger=False, db=None, since=None, racks=()):
+    scenario = load_scenario(path)
+    measured = None
+    if from_ledger:
+        with open_ledger(db) as ledger:
+            measured = reliability_inputs(ledger, since=since, racks=racks)
+        scenario = with_measured_reliability(scenario, measured)
+    document = price(scenario, load_mttr_model(mttr_config))
+    if measured is not None:
+        document["reliability_from"] = {"source": measured.source, "measured": measured.scenario}
+    return document
 
 
 @click.group("tco")
@@ -30,13 +53,24 @@ def command():
     """Goodput-aware TCO: $/GPU-hour, $/M tokens, J/token, and what failures, repairs and spares cost."""
 
 
+def _with(options):
+    def decorate(function):
+        for option in reversed(options):
+            function = option(function)
+        return function
+    return decorate
+
+
 @command.command("run")
 @scenario_argument
 @mttr_option
+@_with(ledger_options)
 @json_option
-def run(scenario, mttr_config, as_json):
+def run(scenario, mttr_config, from_ledger, since, racks, db, as_json):
     """Price one scenario file (YAML or JSON)."""
-    document = _priced(scenario, mttr_config)
+    if not from_ledger and (since or racks):
+        raise InputError("--since and --rack go with --from-ledger")
+    document = _priced(scenario, mttr_config, from_ledger, db, since, racks)
     if as_json:
         print_json(document)
         return
@@ -49,6 +83,8 @@ def run(scenario, mttr_config, as_json):
         value = figure["value"]
         table.add_row(key, "-" if value is None else f"{value:,.4g}", figure["unit"], figure["formula"])
     out.print(table)
+    if document.get("reliability_from"):
+        out.print(f"reliability {document['reliability_from']['source']}")
     for warning in document["warnings"]:
         out.print(f"[yellow]warning: {warning}[/yellow]")
 
