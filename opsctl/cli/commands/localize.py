@@ -27,8 +27,7 @@ def exit_code(document):
 
 def inventory_racks(ctx):
     """rack name -> (model, cabling map) for the racks the inventory holds (custom cabling maps)."""
-    racks = inventory_from(ctx).racks
-    return lambda name: (racks[name].model.name, racks[name].cabling_map) if name in racks else None
+    return {name: (rack.model.name, rack.cabling_map) for name, rack in inventory_from(ctx).racks.items()}
 
 
 @click.command("localize")

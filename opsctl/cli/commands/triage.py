@@ -28,7 +28,7 @@ def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_key
     snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)
     if save:
         write_atomically(save, snapshot)
-    racks = localize([snapshot], lambda name: (rack.model.name, rack.cabling_map), mttr, [save or f"snapshot of {rack.name}"])
+    racks = localize([snapshot], {rack.name: (rack.model.name, rack.cabling_map)}, mttr, [save or f"snapshot of {rack.name}"])
     result = racks["racks"][0]
     if as_json:
         print_json({**result, "taken": snapshot.get("taken"), "trays": snapshot["trays"], "snapshot": save})
