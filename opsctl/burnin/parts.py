@@ -2,12 +2,12 @@
 localizer (opsctl/localize, CONTRACT's `opsctl localize`) with the run's link-health snapshot.
 """
 
+from opsctl.localize import localize_snapshot
+
+SOURCE = "opsctl localize on the burn-in window's link counters and XIDs (snapshot.json)"
+
 
 def suspect_parts(snapshot, topology):
-    """(suspects as CONTRACT's `opsctl localize` lists them, a note on how they were found)."""
-    try:
-        from opsctl.localize import localize_snapshot
-    except ImportError:  # the localizer is not part of this build yet
-        return None, "localizer not available: the verdict names failing GPUs and links, not parts"
+    """(suspects as CONTRACT's `opsctl localize` lists them, how they were found)."""
     result = localize_snapshot(snapshot, topology, source="the burn-in's link-health snapshot")
-    return result["suspects"], "opsctl localize on the burn-in window's link counters and XIDs (snapshot.json)"
+    return result["suspects"], SOURCE

@@ -12,6 +12,7 @@ import getpass
 import socket
 import threading
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from opsctl import __version__
 from opsctl.acceptance.criteria import load_criteria
@@ -20,11 +21,13 @@ from opsctl.burnin.judge import TrayOutcome, judge_rack
 from opsctl.burnin.progress import TrayProgress
 from opsctl.errors import InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
-from opsctl.reports import write_reports
+from opsctl.reports import REPORT_FILES, write_reports
 from opsctl.runs import RunDirectory
 from opsctl.runs.journal import utc_now
 
 SUMMARY_FORMAT = "opsctl-burnin/1"
+# What judging writes; the summary lists the other files of the run, the raw ones, with their hashes.
+JUDGED_FILES = ("summary.json", "snapshot.json", *REPORT_FILES)
 RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the load: starting Python, reading counters, ssh
 
 
@@ -52,8 +55,8 @@ class Plan:
         return ["run", "--duration", f"{self.duration_s:g}", "--probes", ",".join(criteria.probes), "--json"]
 
 
-def make_plan(kind, criteria_file=None, duration_s=None, concurrency=32, connect_timeout_s=10.0,
-              run_timeout_s=None, accept_new_host_keys=False):
+def make_plan(kind, criteria_file=None, duration_s=None, concurrency=FanoutOptions.concurrency,
+              connect_timeout_s=FanoutOptions.connect_timeout_s, run_timeout_s=None, accept_new_host_keys=False):
     criteria = load_criteria(criteria_file)
     duration = criteria.duration_s if duration_s is None else duration_s
     if duration <= 0:
@@ -64,7 +67,7 @@ def make_plan(kind, criteria_file=None, duration_s=None, concurrency=32, connect
         run_timeout_s = criteria.run_timeout_s if duration_s is None else duration + RUN_TIMEOUT_MARGIN_S
     if run_timeout_s <= duration:
         raise InputError(f"--run-timeout ({run_timeout_s:g} s) must be longer than --duration ({duration:g} s)")
-    return Plan(kind=kind, criteria_file=str(criteria_file) if criteria_file else None, duration_s=duration,
+    return Plan(kind=kind, criteria_file=str(Path(criteria_file).resolve()) if criteria_file else None, duration_s=duration,
                 concurrency=concurrency, connect_timeout_s=connect_timeout_s, run_timeout_s=run_timeout_s,
                 accept_new_host_keys=accept_new_host_keys)
 
@@ -80,7 +83,7 @@ def operator():
 
 def start_run(rack, plan, out=None):
     criteria = plan.criteria
-    meta = {"inventory": str(rack.source), "created": utc_now(), "by": operator(), "plan": asdict(plan),
+    meta = {"inventory": str(Path(rack.source).resolve()), "created": utc_now(), "by": operator(), "plan": asdict(plan),
             "criteria": criteria.record()}
     run = RunDirectory.create(rack.name, plan.kind, meta, out)
     run.journal.record("run_created", rack=rack.name, kind=plan.kind, by=meta["by"])
@@ -98,13 +101,19 @@ def resume_run(name):
     return run, plan, meta
 
 
-def execute(rack, run, plan, progress_console=None):
-    """Run what is left, judge, write the summary and reports; return (judgment, summary)."""
+def unchanged_criteria(run, plan):
+    """The plan's criteria; refused when the file changed since the run started."""
     criteria = plan.criteria
     recorded = (run.meta.get("criteria") or {}).get("sha256")
     if recorded and recorded != criteria.sha256:
         raise InputError(f"{criteria.path} changed since run {run.path.name} started (sha256 {recorded[:12]}… then, "
                          f"{criteria.sha256[:12]}… now): start a new run")
+    return criteria
+
+
+def execute(rack, run, plan, progress_console=None):
+    """Run what is left, judge, write the summary and reports; return (judgment, summary)."""
+    criteria = unchanged_criteria(run, plan)
     topology = topology_for(rack)
     done = run.completed_trays()
     todo = [tray for tray in rack.trays if tray.name not in done]
@@ -183,5 +192,5 @@ def summarize(rack, run, plan, criteria, judgment, interrupted):
         # What to repair, for the fleet ledger (`opsctl ledger record-burnin RUN`): the parts the
         # localizer names, and every failing GPU and link.
         "failing_parts": judgment.failing_parts(),
-        "files": run.raw_files(),
+        "files": [name for name in run.raw_files() if name not in JUDGED_FILES],
     }

@@ -40,9 +40,9 @@ def _cell(value, digits=1):
     return f"<td>{escape(str(value))}</td>"
 
 
-def _verdict_chip(verdict):
+def _verdict_chip(verdict, label=None):
     colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["unobserved"])
-    return f'<span class="chip" style="background:{colour}"></span>{escape(verdict)}'
+    return f'<span class="chip" style="background:{colour}"></span>{escape(verdict if label is None else label)}'
 
 
 def _table(headers, rows, widths=None):
@@ -136,7 +136,7 @@ def _inventory(summary):
 
 def _trays(summary):
     rows = [f"<td class=mono>{escape(t['id'])}</td><td>{escape(t.get('host') or '–')}</td>"
-            f"<td>{_verdict_chip('pass' if t['status'] == 'complete' else 'incomplete')} {escape(t['status'])}</td>"
+            f"<td>{_verdict_chip('pass' if t['status'] == 'complete' else 'incomplete', t['status'])}</td>"
             f"{_cell(t.get('exit_code'))}{_cell(t.get('seconds'))}<td>{escape(t.get('reason') or '')}</td>"
             f"<td class=mono>{_file_link(t.get('file'))}</td>" for t in summary["trays"]]
     return _table(["tray", "host", "status", "probe exit", "seconds", "reason", "raw result"], rows)
@@ -162,6 +162,14 @@ def _criteria(summary):
         ("criteria", c["name"]), ("version", c["version"]), ("sha256", c["sha256"]), ("file", c["file"]),
         ("probes", ", ".join(c["probes"])), ("load per tray (criteria)", f"{c['duration_s']:g} s"),
         ("load per tray (this run)", f"{summary['duration_s']:g} s"), ("warnings fail", c["warnings_fail"]))]
+    relative = c.get("rack_relative") or {}
+    for rule in relative.get("rules") or []:
+        margin = f"{rule['pct']:g}%" if rule.get("pct") is not None else f"{rule['delta']:g}"
+        rows.append(f"<th>rack-relative rule</th><td class=mono>{escape(rule['metric'])}: {escape(rule['verdict'])} when "
+                    f"{escape(rule['worse'])} than the rack median by more than {escape(margin)} and "
+                    f"{rule['robust_sigmas']:g} robust σ</td>")
+    if relative.get("source"):
+        rows.append(f"<th>why these margins</th><td>{escape(relative['source'])}</td>")
     note = ""
     if summary["duration_s"] != c["duration_s"]:
         note = (f"<p><b>Note:</b> this run loaded each tray for {summary['duration_s']:g} s, not the "

@@ -139,9 +139,10 @@ def heatmap(summary):
         gpu_id = model.gpu_id(rack, row)
         if row % model.gpus_per_tray == 0:
             tray = model.gpu_tray(row)
-            body.append(_text(4, y + 8, tray if model.is_nvl72 else gpu_id.rsplit("/", 1)[1], 9))
+            middle = y + model.gpus_per_tray * HEATMAP_CELL_H / 2 + 3  # the label sits in the middle of its tray's rows
+            body.append(_text(4, middle if model.is_nvl72 else y + 8, tray if model.is_nvl72 else gpu_id.rsplit("/", 1)[1], 9))
             if row:
-                body.append(f'<line x1="{HEATMAP_LEFT - 2}" y1="{y}" x2="{width - 10}" y2="{y}" stroke="#fff" stroke-width="1"/>')
+                body.append(f'<line x1="{HEATMAP_LEFT - 2}" y1="{y}" x2="{width - 10}" y2="{y}" stroke="#fff" stroke-width="2"/>')
         elif not model.is_nvl72:
             body.append(_text(4, y + 8, gpu_id.rsplit("/", 1)[1], 9))
         for port in range(columns):
@@ -172,8 +173,10 @@ def bar_chart(title, unit, bars, median=None, threshold=None):
     values = [v for _, v, _ in bars if v is not None]
     if not values:
         return ""
-    bar_w, gap, left, top, plot_h = 8, 2, 52, 22, 150
-    width = left + len(bars) * (bar_w + gap) + 20
+    # Bars share about 640 px: 8 px each for a rack of 72, wider for a server of 8.
+    bar_w = max(6, min(36, 640 // max(len(bars), 1) - 2))
+    gap, left, top, plot_h = max(2, bar_w // 4), 52, 22, 150
+    width = max(left + len(bars) * (bar_w + gap) + 20, 380)
     high = max(values + [threshold or 0, median or 0]) * 1.05
     low = min(values + ([threshold] if threshold else [])) * 0.9
     low = 0 if low < 0 else low

@@ -5,11 +5,11 @@ sha256, when and by whom."""
 import click
 
 from opsctl.burnin.session import make_plan
-from opsctl.cli.commands.burnin import reject_with_resume, fanout_options, run_rack_command
+from opsctl.cli.commands.burnin import reject_with_resume, rack_run_options, run_rack_command
 
 
 @click.command("accept")
-@fanout_options
+@rack_run_options
 @click.option("--criteria", "criteria_file", type=click.Path(dir_okay=False),
               help="Acceptance criteria YAML (default: opsctl's, opsctl/data/criteria/default.yaml).")
 @click.pass_context

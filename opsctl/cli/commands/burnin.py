@@ -13,28 +13,24 @@ from opsctl.burnin.session import execute, make_plan, resume_run, start_run
 from opsctl.cli.context import rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
+from opsctl.fanout.options import reach_options
 from opsctl.inventory import load_inventory
 from opsctl.reports import print_summary
 
 DEFAULT_DURATION_S = 20.0  # a quick burn-in; acceptance runs take the criteria's duration (900 s)
 
 
-def fanout_options(command):
+def rack_run_options(command):
     """Options of every command that runs the probes on a rack's trays."""
     for option in reversed([
         click.argument("rack", required=False),
         click.option("--out", type=click.Path(file_okay=False), help="Run folder (default: a new one under "
                      "$XDG_STATE_HOME/opsctl/runs, else ~/.local/state/opsctl/runs)."),
         click.option("--resume", metavar="RUN", help="Finish an earlier run (its folder or name): only trays without a result run again."),
-        click.option("--concurrency", type=click.IntRange(min=1), default=32, show_default=True, help="Trays working at once."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-                     help="Seconds to reach and log in to a tray (ssh)."),
-        click.option("--accept-new-host-keys", is_flag=True,
-                     help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),
         json_option,
     ]):
         command = option(command)
-    return command
+    return reach_options(command)
 
 
 def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan):
@@ -78,7 +74,7 @@ def reject_with_resume(resume, **given):
 
 
 @click.command("burnin")
-@fanout_options
+@rack_run_options
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True),
               help=f"Seconds of load on each tray (default {DEFAULT_DURATION_S:g}; a full burn-in: --duration 900 or more).")
 @click.option("--run-timeout", type=click.FloatRange(min=1), help="Seconds before a tray's probe is given up as "

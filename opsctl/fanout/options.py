@@ -1,0 +1,23 @@
+"""How a command line sets the fan-out: the options of every command that reaches a rack's
+trays (`burnin`, `accept`; meant for `snapshot` and `triage` too), in one place so that they
+read and default alike everywhere."""
+
+import click
+
+from opsctl.fanout.runner import FanoutOptions
+
+DEFAULTS = FanoutOptions()
+
+
+def reach_options(command):
+    """--concurrency, --connect-timeout and --accept-new-host-keys."""
+    for option in reversed([
+        click.option("--concurrency", type=click.IntRange(min=1), default=DEFAULTS.concurrency, show_default=True,
+                     help="Trays working at once."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=DEFAULTS.connect_timeout_s,
+                     show_default=True, help="Seconds to reach and log in to a tray (ssh)."),
+        click.option("--accept-new-host-keys", is_flag=True,
+                     help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),
+    ]):
+        command = option(command)
+    return command
