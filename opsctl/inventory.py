@@ -38,6 +38,18 @@ KNOWN_OPSCTL_VARS = {
     "opsctl_tray",
     "opsctl_python",
     "opsctl_known_hosts",
+    # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
+    "opsctl_probes_venv",
+    "opsctl_probes_python",
+    "opsctl_probes_pip_args",
+    "opsctl_probes_workdir",
+    "opsctl_probes_poll_s",
+    "opsctl_exporter_listen",
+    "opsctl_exporter_port",
+    "opsctl_exporter_interval_s",
+    "opsctl_exporter_config_dir",
+    "opsctl_exporter_unit_dir",
+    "opsctl_exporter_systemd",
 }
 _RANGE = re.compile(r"\[(\d+):(\d+)\]")
 _TRAY_SUFFIX = re.compile(r"(ct\d{2}|st\d)$")

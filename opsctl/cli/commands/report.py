@@ -1,0 +1,59 @@
+"""`opsctl report RUN_DIR`: judge a fleet run whose trays Ansible ran (ansible/burnin.yml) —
+each rack by the very code `opsctl burnin` judges with — and write every rack's summary and
+reports and the fleet's summary (RUN_DIR/fleet-summary.json)."""
+
+import click
+from rich.table import Table
+
+from opsctl.cli.output import console, json_option, print_json
+from opsctl.fleet.judge import SUMMARY_FILE, judge_fleet
+from opsctl.reports.formatting import fails_when, reading
+from opsctl.reports.terminal import STYLE
+
+CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@json_option
+@click.pass_context
+def command(ctx, run_dir, as_json):
+    """Judge the results Ansible fetched into RUN_DIR, rack by rack as `opsctl burnin` does; exit
+    1 when a rack failed, 3 when a rack is incomplete (a tray unreachable or its probe did not
+    finish), 0 when every rack passed. The inventory is the one the run was planned with,
+    unless --inventory names another."""
+    fleet = judge_fleet(run_dir, ctx.find_root().obj.get("inventory"))
+    if as_json:
+        print_json(fleet)
+    else:
+        print_fleet(console(), fleet)
+    ctx.exit(fleet["exit_code"])
+
+
+def print_fleet(out, fleet):
+    table = Table(title=f"{fleet['kind']} of {len(fleet['racks'])} rack(s) in {fleet['run_dir']}")
+    for column in ("rack", "model", "verdict", "trays reported", "failing", "report"):
+        table.add_column(column)
+    for rack in fleet["racks"]:
+        failing = sum(len(ids) for ids in rack["failing"].values())
+        table.add_row(rack["rack"], rack["model"], f"[{STYLE[rack['verdict']]}]{rack['verdict']}[/]",
+                      f"{rack['trays_reported']}/{rack['trays']}", str(failing) if failing else "-", rack["files"]["report"])
+    out.print(table)
+    for rack in fleet["racks"]:
+        if rack["verdict"] == "PASS":
+            continue
+        out.print(f"[{STYLE[rack['verdict']]}]{rack['rack']}: {rack['verdict']}[/]")
+        for part in rack["parts_to_repair"]:
+            out.print(f"  repair {part['component']}: {part['action']} (about {part['mttr_hours']:g} h, "
+                      f"{part['gpus_idled']} GPUs idled)")
+        for check in rack["checks"][:CHECKS_SHOWN_PER_RACK]:
+            threshold = fails_when(check)
+            judged = f"{reading(check)}, fails {threshold}" if threshold else reading(check)
+            out.print(f"  {check['verdict']} {check['component']} {check['check']}: {judged} — {check['reason']}"
+                      + (f" [{check['source']}]" if check["source"] else ""))
+        hidden = len(rack["checks"]) - CHECKS_SHOWN_PER_RACK
+        if hidden > 0:
+            out.print(f"  … and {hidden} more in {rack['files']['report']}")
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in fleet["counts"].items())
+    out.print(f"[{STYLE[fleet['verdict']]}]fleet: {fleet['verdict']}[/] (exit {fleet['exit_code']}) — {counts}; "
+              f"{fleet['run_dir']}/{SUMMARY_FILE}")

@@ -1,0 +1,90 @@
+"""Judging a fleet run: every rack by burnin's own `judge_run` (which writes the rack's
+summary.json, snapshot.json, report.html and junit.xml into its run directory), then the fleet's
+verdict across racks, written to fleet-summary.json.
+
+The fleet's verdict follows the rack's rule one level up: FAIL (exit 1) when any rack failed,
+even if others are incomplete; INCOMPLETE (exit 3) when none failed but one was not fully seen;
+PASS (exit 0) only when every rack passed.
+"""
+
+import json
+from pathlib import Path
+
+from opsctl.burnin.judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
+from opsctl.burnin.session import judge_run, resume_run
+from opsctl.errors import InputError
+from opsctl.fleet.ansible_results import import_records
+from opsctl.fleet.plan import FLEET_FILE, FLEET_FORMAT
+from opsctl.inventory import load_inventory
+from opsctl.reports import REPORT_FILES
+from opsctl.reports.formatting import primary_suspects, shown_checks
+from opsctl.runs.atomic_file import write_json_atomic
+from opsctl.runs.journal import utc_now
+
+SUMMARY_FORMAT = "opsctl-fleet/1"
+SUMMARY_FILE = "fleet-summary.json"
+
+
+def read_fleet_file(run_dir):
+    path = Path(run_dir) / FLEET_FILE
+    if not path.is_file():
+        raise InputError(f"{run_dir}: not a fleet run folder (no {FLEET_FILE}; `opsctl fleet plan` writes it, "
+                         "and ansible/burnin.yml runs that)")
+    try:
+        fleet = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{path}: cannot read: {error}") from None
+    if not isinstance(fleet, dict) or fleet.get("format") != FLEET_FORMAT or not isinstance(fleet.get("racks"), list):
+        raise InputError(f"{path}: not an opsctl fleet run (expected format {FLEET_FORMAT})")
+    return fleet
+
+
+def fleet_verdict(verdicts):
+    verdicts = set(verdicts)
+    if FAIL in verdicts:
+        return FAIL
+    if INCOMPLETE in verdicts or not verdicts:
+        return INCOMPLETE
+    return PASS
+
+
+def judge_fleet(run_dir, inventory_file=None):
+    """Judge every rack of the fleet run; write and return the fleet summary."""
+    run_dir = Path(run_dir).resolve()
+    fleet = read_fleet_file(run_dir)
+    inventory = load_inventory(inventory_file or fleet.get("inventory"))
+    racks = []
+    for name in fleet["racks"]:
+        rack = inventory.rack(str(name))
+        run, plan, _ = resume_run(run_dir / rack.name)
+        import_records(rack, run)
+        _, summary = judge_run(rack, run, plan)
+        racks.append(rack_line(summary, run.path))
+    verdict = fleet_verdict(r["verdict"] for r in racks)
+    document = {
+        "format": SUMMARY_FORMAT, "kind": fleet.get("kind"), "run_dir": str(run_dir), "verdict": verdict,
+        "exit_code": EXIT_CODES[verdict], "judged": utc_now(), "planned": fleet.get("created"),
+        "inventory": str(inventory.source), "criteria": fleet.get("criteria"), "duration_s": fleet.get("duration_s"),
+        "counts": {v: sum(1 for r in racks if r["verdict"] == v) for v in (PASS, FAIL, INCOMPLETE)},
+        "racks": racks,
+    }
+    write_json_atomic(run_dir / SUMMARY_FILE, document)
+    return document
+
+
+def rack_line(summary, run_path):
+    """One rack in the fleet summary: its verdict and why, drawn from its own summary."""
+    trays = summary["trays"]
+    return {
+        "rack": summary["rack"], "model": summary["model"], "verdict": summary["verdict"],
+        "exit_code": summary["exit_code"],
+        "trays_reported": sum(1 for t in trays if t["status"] == "complete"), "trays": len(trays),
+        "not_reported": [{"tray": t["id"], "host": t["host"], "status": t["status"], "reason": t["reason"]}
+                         for t in trays if t["status"] != "complete"],
+        "failing": summary["failing"],
+        "parts_to_repair": [{k: s.get(k) for k in ("component", "kind", "action", "mttr_hours", "gpus_idled")}
+                            for s in primary_suspects(summary)],
+        "checks": shown_checks(summary),
+        "run": str(run_path),
+        "files": {"summary": str(run_path / "summary.json"), **{f.split(".")[0]: str(run_path / f) for f in REPORT_FILES}},
+    }

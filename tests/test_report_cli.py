@@ -1,0 +1,139 @@
+"""`opsctl fleet plan` and `opsctl report` without Ansible: the test does what burnin.yml does
+on each tray (puts the probe's JSON and Ansible's record where the plan says), then checks
+that the report judges it as `opsctl burnin` does and says why a tray did not report.
+tests/test_ansible.py runs the real playbooks."""
+
+import json
+import shutil
+from pathlib import Path
+
+from opsctl.fleet.ansible_results import NOT_REACHED
+from tests.conftest import assert_one_line_error
+
+REPO = Path(__file__).resolve().parent.parent
+FAULT = """scenario: hgxb-bad-link
+seed: 3
+faults:
+  - {kind: link_errors, link: gpu3/nvl02, crc_per_s: 180, replay_per_s: 0.8}
+"""
+
+
+def write_fleet(root):
+    """Two simulated HGX racks on the local transport: hgxa healthy, hgxb with a bad NVLink."""
+    (root / "hgxb-bad-link.yaml").write_text(FAULT)
+    inventory = root / "fleet.yaml"
+    inventory.write_text("""all:
+  vars: {opsctl_model: hgx-h100, opsctl_transport: local, opsctl_backend: sim}
+  children:
+    hgxa: {hosts: {hgxa-node: }}
+    hgxb: {vars: {opsctl_scenario: hgxb-bad-link.yaml}, hosts: {hgxb-node: }}
+""")
+    return inventory
+
+
+def record(entry, **fields):
+    """What burnin.yml records on the controller for a tray (see ansible/roles/opsctl_probes)."""
+    Path(entry["record"]).write_text(json.dumps({"host": "h", "tray": entry["tray"], **fields}))
+
+
+def test_report_judges_what_ansible_fetched_as_burnin_judges_it(opsctl, tmp_path):
+    inventory = write_fleet(tmp_path)
+    burnin = opsctl("--inventory", inventory, "burnin", "hgxb", "--duration", "1", "--out", tmp_path / "burnin", "--json")
+    assert burnin.code == 1, burnin.err
+    by_burnin = burnin.json()
+    planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--racks", "hgxb", "--duration", "1",
+                     "--json")
+    assert planned.code == 0, planned.err
+    entry = planned.json()["trays"]["hgxb-node"]
+    # burnin's own probe command for 1 s of load (run timeout: 120 s more); the playbook adds
+    # `--sim-spec` with where the spec landed on the tray.
+    argv = entry["argv"]
+    assert argv[:3] == ["run", "--duration", "1"] and "--json" in argv and argv[-4:] == ["--backend", "sim", "--tray", "node"]
+    assert Path(entry["sim_spec"]).is_file() and entry["run_timeout_s"] == 121
+    ran = [e for e in _journal(tmp_path / "burnin") if e["event"] == "tray_finished"][0]
+    shutil.copy(tmp_path / "burnin" / "trays" / "node.json", entry["result"])
+    record(entry, rc=ran["exit_code"], stderr="", delta="0:00:03.500000")
+
+    report = opsctl("report", tmp_path / "fleet", "--json")
+
+    assert report.code == 1, report.err
+    fleet = report.json()
+    assert fleet["verdict"] == "FAIL" and fleet["counts"] == {"PASS": 0, "FAIL": 1, "INCOMPLETE": 0}
+    by_report = json.loads((tmp_path / "fleet" / "hgxb" / "summary.json").read_text())
+    for key in ("verdict", "failing", "checks", "suspects", "gpus", "links"):
+        assert by_report[key] == by_burnin[key], key
+    assert "hgxb/gpu3/nvl02" in by_report["failing"]["links"]
+    [rack] = fleet["racks"]
+    assert rack["verdict"] == "FAIL" and rack["trays_reported"] == 1
+    failed = [c for c in rack["checks"] if c["component"] == "hgxb/gpu3/nvl02" and c["verdict"] == "fail"]
+    assert failed and all(c["threshold"] is not None and c["source"] for c in failed)
+    for name in ("report", "junit", "summary"):
+        assert Path(rack["files"][name]).is_file(), name
+    assert json.loads((tmp_path / "fleet" / "fleet-summary.json").read_text())["verdict"] == "FAIL"
+
+
+def test_report_says_which_trays_ansible_did_not_bring_back(opsctl, tmp_path):
+    inventory = write_fleet(tmp_path)
+    planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--duration", "1", "--json")
+    assert planned.code == 0, planned.err
+    trays = planned.json()["trays"]
+    assert sorted(trays) == ["hgxa-node", "hgxb-node"] and planned.json()["racks"] == ["hgxa", "hgxb"]
+    # hgxa's probe ran past the task's time limit; hgxb was never reached (no record at all).
+    record(trays["hgxa-node"], rc=None, msg="async task did not complete within the requested time - 121s")
+
+    first = opsctl("report", tmp_path / "fleet", "--json")
+    again = opsctl("report", tmp_path / "fleet")
+
+    assert first.code == 3, first.err
+    fleet = first.json()
+    assert fleet["verdict"] == "INCOMPLETE" and fleet["exit_code"] == 3
+    reasons = {r["rack"]: [t["reason"] for t in r["not_reported"]] for r in fleet["racks"]}
+    assert reasons == {"hgxa": ["the probe did not finish under Ansible: async task did not complete within the "
+                                "requested time - 121s"], "hgxb": [NOT_REACHED]}
+    assert again.code == 3 and "fleet: INCOMPLETE (exit 3)" in again.out and "hgxb: INCOMPLETE" in again.out
+    # Judging twice journals each tray's outcome once: nothing new was learnt the second time.
+    finished = [e for e in _journal(tmp_path / "fleet" / "hgxa") if e["event"] == "tray_finished"]
+    assert len(finished) == 1 and finished[0]["transport"] == "ansible"
+
+
+def test_an_acceptance_run_is_planned_by_its_criteria(opsctl, tmp_path):
+    inventory = write_fleet(tmp_path)
+    criteria = tmp_path / "criteria.yaml"
+    criteria.write_text((REPO / "opsctl" / "data" / "criteria" / "default.yaml").read_text()
+                        .replace("duration_s: 900", "duration_s: 2").replace('version: "1.0"', 'version: "site-1"'))
+    planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--racks", "hgxa", "--kind", "accept",
+                     "--criteria", criteria, "--json")
+    assert planned.code == 0, planned.err
+    assert planned.json()["kind"] == "accept" and planned.json()["duration_s"] == 2  # the criteria's duration
+    run = json.loads((tmp_path / "fleet" / "hgxa" / "run.json").read_text())
+    assert run["kind"] == "accept" and run["criteria"]["version"] == "site-1"
+
+
+def test_fleet_trays_names_each_host_of_the_example_inventory(opsctl):
+    result = opsctl("--inventory", REPO / "ansible" / "inventory.example.yaml", "fleet", "trays", "--json")
+    assert result.code == 0, result.err
+    trays = result.json()["trays"]
+    assert len(trays) == 2 * 27 + 2
+    assert trays["rack12-ct03"] == {"rack": "rack12", "tray": "ct03", "id": "rack12/ct03", "model": "gb200-nvl72",
+                                    "backend": "nvml", "switch_tray": False}
+    assert trays["rack13-st9"]["switch_tray"] is True
+    assert trays["10.20.1.22"]["rack"] == "hgx22" and trays["10.20.1.22"]["tray"] == "node"
+
+
+def test_bad_input_is_one_line_and_exit_2(opsctl, tmp_path):
+    inventory = write_fleet(tmp_path)
+    assert_one_line_error(opsctl("report", tmp_path / "nowhere"), 2, "not a fleet run folder")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "fleet.json").write_text("{not json")
+    assert_one_line_error(opsctl("report", tmp_path / "broken"), 2, "fleet.json: cannot read")
+    assert_one_line_error(opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "r", "--racks", "hgxa,nosuch"),
+                          2, "unknown rack 'nosuch'")
+    assert_one_line_error(opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "r", "--criteria", "c.yaml"),
+                          2, "--criteria goes with --kind accept")
+    assert_one_line_error(opsctl("--inventory", inventory, "fleet", "trays", "--racks", ","), 2, "names no rack")
+    assert opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "r", "--duration", "1").code == 0
+    assert_one_line_error(opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "r"), 2, "already holds a fleet run")
+
+
+def _journal(run):
+    return [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
