@@ -63,6 +63,8 @@ def test_every_suspect_says_what_to_do_and_why(seeded):
         assert judged["value"] == s["score"] and judged["threshold"] == 0.5 and "DCGM" in judged["source"]
         assert s["evidence"] and "rack07/" in s["evidence"][0]
     flap = next(s for s in seeded["suspects"] if s["component"] == "rack07/ct07/gpu0/nvl13")
+    # No reading tells a link from its four cables: they are named, so the technician knows which.
+    assert len(flap["same_links_as"]) == 4 and all(c.startswith("rack07/cart") for c in flap["same_links_as"])
     assert "drops" in flap["evidence"][0] and "at the GPU end" in flap["evidence"][0] and "at the switch end" in flap["evidence"][0]
 
 

@@ -36,7 +36,7 @@ def test_an_unreachable_tray_is_written_down_and_exits_3(opsctl, tmp_path):
     result = opsctl("--inventory", inventory, "snapshot", "lab1", "-o", out, "--window", "1")
     assert result.code == 3 and "not read" in result.out and "node" in result.out
     snapshot = json.loads(out.read_text())
-    assert snapshot["links"] == [] and snapshot["trays"][0]["status"] == "unreachable"
+    assert snapshot["links"] == [] and snapshot["trays"][0]["status"] == "unread"
     assert "unreachable" in snapshot["trays"][0]["error"]
     localized = opsctl("localize", out, "--json")
     assert localized.code == 3 and localized.json()["racks"][0]["status"] == "incomplete"

@@ -47,10 +47,12 @@ def _evidence(index, log_r, gpu_xids, lost):
     return Evidence(log_r, gpu_own, gpu_origin), origins, downstream
 
 
-def _localize_observation(observation, index, mttr):
-    log_r = np.zeros(index.links)
-    for readings in observation.sides.values():
-        log_r += link_log_ratios(readings.counts, readings.state, readings.ber, observation.window_s)
+def _localize_observation(observation, index, mttr, log_r=None):
+    """The rack's result; `log_r` (per link) when the links were judged already, else from its readings."""
+    if log_r is None:
+        log_r = np.zeros(index.links)
+        for readings in observation.sides.values():
+            log_r += link_log_ratios(readings.counts, readings.state, readings.ber, observation.window_s)
     lost = lost_gpus(observation, index)
     evidence, origins, downstream = _evidence(index, log_r, observation.gpu_xids, lost)
     details = LinkDetails(observation.sides, observation.window_s, observation.gpu_xids, origins, downstream, lost,
@@ -147,10 +149,4 @@ def localize_verdicts(topology, verdicts, gpus=None, mttr=None, window_s=None, s
                 "links": [], "gpus": gpus or []}
     observation = parse_snapshot(document, source, index)
     observation.sides = {"gpu": observed}
-    lost = lost_gpus(observation, index)
-    evidence, origins, downstream = _evidence(index, log_r, observation.gpu_xids, lost)
-    details = LinkDetails({"gpu": observed}, observation.window_s, observation.gpu_xids, origins, downstream, lost,
-                          int(np.sum(observation.gpu_reachable == 1)))
-    slots = find_faults(index, evidence)
-    result = RackResult(topology.rack, index, evidence, details, mttr if mttr is not None else load_mttr_model())
-    return result.document(slots, window_s, [], source)
+    return _localize_observation(observation, index, mttr if mttr is not None else load_mttr_model(), log_r)

@@ -64,8 +64,8 @@ class RackResult:
         }
         if q is not None:
             entry["share_of_links_bad"] = round(q, 3)
-        if index.part_same_as[slot_part]:
-            entry["same_links_as"] = len(index.part_same_as[slot_part])
+        if index.part_same_as[slot_part]:  # a link's cables: no reading tells them from the link
+            entry["same_links_as"] = [self.full(other) for other in index.part_same_as[slot_part]]
         if alternative_to is not None:
             entry["alternative_to"] = alternative_to
         if repair is not None:

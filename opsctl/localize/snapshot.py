@@ -13,7 +13,7 @@ observed. Beyond CONTRACT's fields opsctl reads, when present:
 - `effective_ber` on a link;
 - XIDs as `{"xid": 149, "time": 1767225602.31}` (unix seconds or ISO 8601), so that the first
   of a burst can be told from the GPUs that echo it;
-- `trays: [{"tray": "ct05", "status": "unreachable", "error": "…"}]`: which trays answered. A
+- `trays: [{"tray": "ct05", "status": "unread", "error": "…"}]`: which trays answered. A
   GPU that did not answer while its tray did is a lost GPU; the GPUs and links of a tray that
   did not answer are missing, neither healthy nor faulty.
 
@@ -37,6 +37,7 @@ from opsctl.yaml_input import load_yaml_file
 SNAPSHOT_FORMAT = "opsctl-snapshot/1"
 SIDES = ("gpu", "switch")
 TRAY_ANSWERED = ("complete", "incomplete", "failed")  # the tray ran its probe and answered
+TRAY_UNREAD = "unread"  # unreachable, or its probe crashed or timed out: the error says which
 
 
 @dataclass
@@ -368,7 +369,7 @@ def assemble_snapshot(rack, model, window_s, tray_documents, tray_failures, take
     links, gpus, trays = [], [], []
     for tray in model.tray_names():
         if tray in tray_failures:
-            trays.append({"tray": tray, "status": "unreachable", "error": tray_failures[tray]})
+            trays.append({"tray": tray, "status": TRAY_UNREAD, "error": tray_failures[tray]})
             continue
         document = tray_documents.get(tray)
         if document is None:

@@ -14,7 +14,7 @@ from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_INCOMPLETE, EXIT_OK, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
-from opsctl.localize.snapshot import assemble_snapshot
+from opsctl.localize.snapshot import TRAY_UNREAD, assemble_snapshot
 
 DEFAULT_WINDOW_S = 60.0
 RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the window: start-up, two NVML readings, the way back
@@ -63,7 +63,7 @@ def write_atomically(path, document):
 
 
 def unanswered(snapshot):
-    return [t for t in snapshot["trays"] if t["status"] == "unreachable"]
+    return [t for t in snapshot["trays"] if t["status"] == TRAY_UNREAD]
 
 
 @click.command("snapshot")

@@ -4,7 +4,7 @@ the repair, how long it takes, what it idles and the runbook — for the enginee
 import click
 
 from opsctl.cli.commands.localize import exit_code, mttr_config_option
-from opsctl.cli.commands.snapshot import fanout_options, take_rack_snapshot, write_atomically
+from opsctl.cli.commands.snapshot import fanout_options, take_rack_snapshot, unanswered, write_atomically
 from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.localize import localize
@@ -35,9 +35,8 @@ def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_key
     else:
         out = console()
         render_triage(result, out)
-        for tray in snapshot["trays"]:
-            if tray["status"] == "unreachable":
-                out.print(f"   {tray['tray']}: {tray['error']}")
+        for tray in unanswered(snapshot):
+            out.print(f"   {tray['tray']}: {tray['error']}")
         if save:
             out.print(f"snapshot kept in {save} (opsctl localize {save})")
     return exit_code(racks)
