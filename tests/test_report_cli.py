@@ -96,7 +96,7 @@ def test_report_says_which_trays_ansible_did_not_bring_back(opsctl, tmp_path):
     assert len(finished) == 1 and finished[0]["transport"] == "ansible"
 
 
-def test_an_acceptance_run_is_planned_by_its_criteria(opsctl, tmp_path):
+def test_an_acceptance_run_is_judged_only_by_the_criteria_it_was_planned_with(opsctl, tmp_path):
     inventory = write_fleet(tmp_path)
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text((REPO / "opsctl" / "data" / "criteria" / "default.yaml").read_text()
@@ -107,6 +107,8 @@ def test_an_acceptance_run_is_planned_by_its_criteria(opsctl, tmp_path):
     assert planned.json()["kind"] == "accept" and planned.json()["duration_s"] == 2  # the criteria's duration
     run = json.loads((tmp_path / "fleet" / "hgxa" / "run.json").read_text())
     assert run["kind"] == "accept" and run["criteria"]["version"] == "site-1"
+    criteria.write_text(criteria.read_text().replace("duration_s: 2", "duration_s: 3"))
+    assert_one_line_error(opsctl("report", tmp_path / "fleet"), 2, "changed since run hgxa started")
 
 
 def test_fleet_trays_names_each_host_of_the_example_inventory(opsctl):

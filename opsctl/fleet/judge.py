@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from opsctl.burnin.judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
-from opsctl.burnin.session import judge_run, resume_run
+from opsctl.burnin.session import judge_run, resume_run, unchanged_criteria
 from opsctl.errors import InputError
 from opsctl.fleet.ansible_results import import_records
 from opsctl.fleet.plan import FLEET_FILE, FLEET_FORMAT
@@ -57,6 +57,7 @@ def judge_fleet(run_dir, inventory_file=None):
     for name in fleet["racks"]:
         rack = inventory.rack(str(name))
         run, plan, _ = resume_run(run_dir / rack.name)
+        unchanged_criteria(run, plan)  # the trays ran what the criteria said when the run was planned
         import_records(rack, run)
         _, summary = judge_run(rack, run, plan)
         racks.append(rack_line(summary, run.path))
