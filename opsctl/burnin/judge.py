@@ -227,7 +227,7 @@ def _gpu_rows(rack, gpu_readings, system, checks):
             xids = (reading.get("counters") or {}).get("xids") or []
             row.update({
                 "name": reading.get("name"), "uuid": reading.get("uuid"), "serial": reading.get("serial"),
-                "vbios": reading.get("vbios"), "pci_bus_id": reading.get("pci_bus_id"),
+                "vbios": reading.get("vbios"), "inforom": reading.get("inforom"), "pci_bus_id": reading.get("pci_bus_id"),
                 "lost": bool(reading.get("lost")), "driver": (system.get(tray) or {}).get("driver_version"),
                 "xids": sorted({x.get("xid") for x in xids if isinstance(x, dict) and isinstance(x.get("xid"), int)}),
                 **{name: metric_value(name, reading) for name in METRICS},

@@ -74,14 +74,20 @@ class TrayProgress:
     def finished(self, result):
         outcome = tray_outcome(result)
         style = OUTCOME_STYLE[outcome]
-        detail = f": {result.reason}" if result.reason else ""
-        text = f"[{style}]{outcome}[/{style}] in {result.seconds:.0f} s{detail}"
+        if result.complete:  # the tray's own view; the rack's verdict comes when all have reported
+            text = f"reported in {result.seconds:.0f} s, probe says [{style}]{outcome}[/{style}]"
+        else:
+            text = f"[{style}]incomplete[/{style}] after {result.seconds:.0f} s: {result.reason}"
         if self._progress:
             task = self._tasks[result.tray]
             self._progress.update(task, completed=self.expected_s, state=text)
             self._progress.stop_task(task)
         else:
             self.console.print(f"  {result.tray} {text}")
+
+    def note(self, text):
+        """A line about the run as a whole, printed above the live bars (or in the log)."""
+        self.console.print(text)
 
     def __exit__(self, *exc):
         if self._progress:

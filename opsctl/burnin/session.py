@@ -133,6 +133,7 @@ def execute(rack, run, plan, progress_console=None):
             results = run_on_trays(rack, plan.probe_args(criteria), trays=[t.name for t in todo],
                                    options=plan.fanout_options(), workdir=run.path,
                                    sim_spec=sim_spec_for(rack, topology), on_start=started, on_result=finished, stop=stop)
+            progress.note(f"judging {rack.name}: {len(rack.trays)} tray(s), {len(topology.links)} links …")
         interrupted = any(r.interrupted for r in results)
     return judge_run(rack, run, plan, topology, interrupted)
 

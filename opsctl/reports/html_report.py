@@ -126,11 +126,11 @@ def _inventory(summary):
     rows = []
     for gpu in summary["gpus"]:
         rows.append(f"<td class=mono>{escape(gpu['id'])}</td><td>{_verdict_chip(gpu['verdict'])}</td>"
-                    + "".join(_cell(gpu.get(k)) for k in ("name", "serial", "uuid", "pci_bus_id", "vbios", "driver"))
+                    + "".join(_cell(gpu.get(k)) for k in ("name", "serial", "uuid", "pci_bus_id", "vbios", "inforom", "driver"))
                     + "".join(_cell(gpu.get(k)) for k in ("gemm_bf16_tflops", "gemm_fp8_tflops", "membw_gbps",
                                                           "sm_clock_mhz", "temperature_c", "power_w"))
                     + f"<td>{escape(', '.join(map(str, gpu.get('xids') or [])))}</td>")
-    return _table(["GPU", "verdict", "name", "serial", "uuid", "PCI", "VBIOS", "driver", "bf16 TFLOPS", "fp8 TFLOPS",
+    return _table(["GPU", "verdict", "name", "serial", "uuid", "PCI", "VBIOS", "InfoROM", "driver", "bf16 TFLOPS", "fp8 TFLOPS",
                    "mem GB/s", "SM MHz", "max °C", "W", "XIDs"], rows)
 
 
