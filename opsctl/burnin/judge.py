@@ -17,6 +17,7 @@ from opsctl.burnin.link_health import link_rows, rack_snapshot
 from opsctl.burnin.parts import suspect_parts
 from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from opsctl.localize.snapshot import TRAY_UNREAD
 
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
 # XIDs a GPU logs when one of its NVLink links fails (NVML_AND_XID.md: 74 NVLink error, 149
@@ -111,7 +112,7 @@ def judge_rack(rack, topology, documents, outcomes, criteria):
         rack.name, model.name, window or 1.0, links,
         [{"id": gpu_id, "reachable": not reading.get("lost"), "xids": _xid_events(reading)}
          for gpu_id, reading in readings.gpus.items()],
-        [{"tray": t["tray"], "status": "complete" if t["status"] == "complete" else "unreachable", "error": t["reason"]}
+        [{"tray": t["tray"], "status": "complete" if t["status"] == "complete" else TRAY_UNREAD, "error": t["reason"]}
          for t in readings.trays if t["status"] != "missing"],
     )
     failing = _failing(checks, bad, topology)

@@ -9,6 +9,7 @@ CONTRACT's link-health snapshot, which is what the localizer reads.
 from dataclasses import dataclass, field
 
 from opsctl.burnin.checks import worst
+from opsctl.localize.snapshot import SNAPSHOT_FORMAT
 from probes.counters import SNAPSHOT_COUNTERS  # snapshot counter -> the probe's delta that carries it
 
 UNOBSERVED = "unobserved"
@@ -89,7 +90,7 @@ def rack_snapshot(rack, model, window_s, rows, gpus, trays):
             links.append(_snapshot_entry(row, "gpu", row.state, row.deltas, row.effective_ber))
         if row.switch_deltas is not None:
             links.append(_snapshot_entry(row, "switch", row.switch_state, row.switch_deltas, None))
-    return {"format": "opsctl-snapshot/1", "rack": rack, "model": model, "window_seconds": window_s,
+    return {"format": SNAPSHOT_FORMAT, "rack": rack, "model": model, "window_seconds": window_s,
             "links": links, "gpus": gpus, "trays": trays}
 
 
