@@ -5,6 +5,9 @@ For a `sim` rack this compiles the rack's fault scenario (or a healthy one) with
 into the RackSpec the tray-side simulator runs on; trays get it with the probe invocation.
 """
 
+import dataclasses
+import time
+
 from opsctl.simulation import compile_rack_spec, load_scenario
 from opsctl.simulation.scenario import healthy_scenario
 from opsctl.topology import build_topology
@@ -20,3 +23,12 @@ def sim_spec_for(rack, topology=None):
         return None
     scenario = load_scenario(rack.scenario) if rack.scenario else healthy_scenario(f"{rack.name}-healthy")
     return compile_rack_spec(scenario, topology or topology_for(rack))
+
+
+def on_one_timeline(spec):
+    """The spec with its epoch set to now, unless it has one: the trays of one run then share
+    a timeline, so a link that drops at t = 32 s drops at the same moment for the GPU tray and
+    the switch tray at its two ends, however late each probe process starts."""
+    if spec is None or spec.epoch is not None:
+        return spec
+    return dataclasses.replace(spec, epoch=time.time())

@@ -197,7 +197,9 @@ def burnin_over_ssh(server, root, scenario, *args, timeout=600):
 
 @pytest.fixture(scope="session")
 def rack07_over_ssh(sshd, tmp_path_factory):
-    """rack07 with its seeded faults, burned in over ssh once for the session. 8 s of load a tray:
-    the hot GPU throttles only after 3 s of sustained GEMM (the GEMM gets 4/6 of the load)."""
+    """rack07 with its seeded faults, burned in over ssh once for the session. 16 s of load a tray:
+    the hot GPU throttles only after 3 s of sustained GEMM (the GEMM gets 4/6 of the load), and
+    the trays share one timeline on which the flapping link drops every 15 s, so every tray's
+    window sees it drop once."""
     scenario = Path(__file__).resolve().parent.parent / "opsctl" / "data" / "scenarios" / "rack07-seeded.yaml"
-    return burnin_over_ssh(sshd, tmp_path_factory.mktemp("rack07-ssh"), scenario, "--duration", 8)
+    return burnin_over_ssh(sshd, tmp_path_factory.mktemp("rack07-ssh"), scenario, "--duration", 16)

@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from opsctl.backend import sim_spec_for
+from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from opsctl.fanout.local import LocalTransport
 from opsctl.fanout.ssh import SshTransport
@@ -95,7 +95,8 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
     spec = sim_spec if sim_spec is not None else sim_spec_for(rack)
     spec_args, stdin = ([], None)
     if spec is not None:
-        spec_json = json.dumps(spec if isinstance(spec, dict) else spec.to_dict()).encode()
+        spec = spec if isinstance(spec, dict) else on_one_timeline(spec).to_dict()
+        spec_json = json.dumps(spec).encode()
         spec_args, stdin = transport.spec_delivery(spec_json)
     stop = stop or threading.Event()
     report = threading.Lock()

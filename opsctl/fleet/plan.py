@@ -9,7 +9,7 @@ journal) with, for a simulated rack, the spec its trays run on.
 
 from pathlib import Path
 
-from opsctl.backend import sim_spec_for
+from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.burnin.session import make_plan, operator, start_run
 from opsctl.errors import InputError
 from opsctl.fanout.runner import probe_argv
@@ -43,7 +43,7 @@ def plan_run(inventory, racks, run_dir, kind, criteria_file=None, duration_s=Non
     for rack in racks:
         run = start_run(rack, plan, run_dir / rack.name)
         (run.path / RECORDS_FOLDER).mkdir(exist_ok=True)
-        spec = sim_spec_for(rack)
+        spec = on_one_timeline(sim_spec_for(rack))
         if spec is not None:
             run.write_json(SPEC_FILE, spec.to_dict())
         run.journal.record("run_started", trays=[t.name for t in rack.trays], resumed=False, by=operator(), via="ansible")
