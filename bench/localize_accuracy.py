@@ -4,8 +4,10 @@ Every trial compiles a fault scenario onto a rack (opsctl.simulation), reads eve
 the tray's own snapshot code over the simulated NVML (opsctl.localize.simulated), and
 localizes the snapshot. Trials cover every part kind the topology models, three noise levels
 (all in spec: DCGM fails CRC only at 100/s), parts that show symptoms on only some of their
-links, two and three faults at once, unread trays, faults hidden on an unread tray (whose
-downstream XIDs every other GPU still logs), and healthy racks.
+links, two and three faults at once (on parts that share no link and no tray: both chips of a
+switch tray failing is that tray's fault), unread trays, a fault on an unread compute tray
+(seen from the switch end of its links), a fault no tray could see (whose downstream XIDs
+every other GPU still logs: nothing may be blamed), and healthy racks.
 
 Printed per kind: trials, top-1 (the first suspects are exactly the injected parts), top-3
 (each injected part is among the first n + 2 suspects, n = number injected) and false alarms
@@ -46,7 +48,7 @@ def trial_list(args):
     nvl72_kinds = ("link", "gpu", "connector", "switch_connector", "cartridge", "compute_tray", "switch_chip", "switch_tray")
     hgx_kinds = ("link", "gpu", "switch_chip")
 
-    def add(model, category, kinds, unread=0, hidden=False):
+    def add(model, category, kinds, unread=0, hidden=""):
         trials.append((model, category, kinds, rng.choice(SEEDS), rng.choice(list(NOISE_LEVELS)), unread, hidden, rng.randrange(10**9)))
 
     for kind in nvl72_kinds:
@@ -62,7 +64,11 @@ def trial_list(args):
     for _ in range(args.trials_per_kind * 2):
         add("gb200-nvl72", "unread trays", (rng.choice(nvl72_kinds),), unread=rng.randint(1, 2))
     for _ in range(args.trials_per_kind):
-        add("gb200-nvl72", "fault on an unread tray", (rng.choice(["link", "gpu", "connector"]),), unread=1, hidden=True)
+        add("gb200-nvl72", "fault on an unread compute tray, seen from its switch end", (rng.choice(["link", "connector"]),),
+            unread=1, hidden="compute tray")
+    for _ in range(args.trials_per_kind):
+        add("gb200-nvl72", "fault no tray could see (its compute tray and the switch trays unread)",
+            (rng.choice(["link", "gpu", "connector"]),), unread=1, hidden="all")
     for _ in range(args.trials_per_kind * 2):
         add("gb200-nvl72", "healthy", (), unread=rng.choice([0, 0, 1]))
     for _ in range(max(1, args.trials_per_kind // 2)):
@@ -86,9 +92,11 @@ def run_trial(trial, window_s, snapshot_dir=None):
     faults, truths, labels, used_links = Generator(topology, rng, window_s).faults(kinds)
     trays = [t for t in topology.model.compute_tray_names() if t != "node"]
     fault_trays = {topology.links[link].tray for link in used_links}
-    if hidden:  # the fault's tray itself goes unread: nothing may be blamed on what was not seen
+    if hidden:  # the fault's own compute tray goes unread: its switch ends still see its links…
         unread_trays = sorted(fault_trays)[:1]
-        truths = []
+        if hidden == "all":  # …unless the switch trays are unread too: then nothing may be blamed
+            unread_trays += topology.model.switch_tray_names()
+            truths = []
     else:
         spare = [t for t in trays if t not in fault_trays]
         # A part that spans every tray (a cartridge, a switch chip) stays in view through the others.
@@ -124,6 +132,7 @@ def run_trial(trial, window_s, snapshot_dir=None):
         "topk": all(t in ranked[: n + 2] for t in truths),
         "false_alarm": any(c not in truths for c in declared),
         "declared": declared,
+        "scored": [(s["score"], s["component"] in truths) for s in result["suspects"]],
         "status": result["status"],
         "seconds": elapsed,
     }
@@ -157,6 +166,15 @@ def summarize(results):
     lines.append(f"all single faults: top-1 {100 * sum(r['top1'] for r in singles) / len(singles):.1f}% of {len(singles)}; "
                  f"double faults: top-1 {100 * sum(r['top1'] for r in doubles) / max(1, len(doubles)):.1f}% of {len(doubles)}; "
                  f"healthy racks with a false alarm: {sum(r['false_alarm'] for r in healthy)} of {len(healthy)}")
+    lines.append("")
+    lines.append("calibration — every suspect listed (faults and runners-up), by score: how many were an injected part")
+    lines.append("| score | suspects | injected | share |")
+    lines.append("|---|---|---|---|")
+    edges = (0.0, 0.05, 0.5, 0.9, 0.99, 1.0001)
+    for low, high in zip(edges, edges[1:]):
+        found = [right for r in results for score, right in r["scored"] if low <= score < high]
+        if found:
+            lines.append(f"| {low:g}–{min(high, 1):g} | {len(found)} | {sum(found)} | {100 * sum(found) / len(found):.1f}% |")
     seconds = sorted(r["seconds"] for r in results)
     lines.append(f"localize per rack: median {1000 * seconds[len(seconds) // 2]:.1f} ms, max {1000 * seconds[-1]:.1f} ms")
     return "\n".join(lines)

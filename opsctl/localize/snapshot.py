@@ -349,13 +349,11 @@ def lost_gpus(observation, index):
 
 def unread_trays(observation, index):
     """Compute trays none of whose links were read at either end, and trays marked unreachable."""
-    read = {}
     any_side = np.zeros(index.links, dtype=bool)
     for readings in observation.sides.values():
         any_side |= readings.observed
-    for link in np.flatnonzero(any_side):
-        read[index.gpu_tray[index.link_gpu[link]]] = True
-    trays = {t for t in index.model.compute_tray_names() if not read.get(t)}
+    read = {index.gpu_tray[gpu] for gpu in np.unique(index.link_gpu[any_side])}
+    trays = {t for t in index.model.compute_tray_names() if t not in read}
     trays |= {t for t, info in observation.trays.items() if info["status"] not in TRAY_ANSWERED}
     return sorted(trays)
 
