@@ -129,3 +129,20 @@ def test_a_rack_the_inventory_knows_must_match_its_model(opsctl, tmp_path):
 def test_bad_input_from_a_real_process_prints_no_traceback(opsctl_process, tmp_path):
     result = opsctl_process("localize", write(tmp_path, snapshot(model="gb300-nvl144")))
     assert_one_line_error(result, 2, "unknown model 'gb300-nvl144'")
+
+
+def test_many_files_are_shared_among_processes_with_the_same_answers(opsctl, tmp_path):
+    from opsctl.localize import PARALLEL_FROM_FILES, localize_files
+
+    paths = [write(tmp_path, snapshot(rack=f"r{i:02d}"), f"r{i:02d}.json") for i in range(PARALLEL_FROM_FILES + 2)]
+    together = localize_files(paths, workers=2)
+    alone = localize_files(paths, workers=1)
+    assert [r["rack"] for r in together["racks"]] == [f"r{i:02d}" for i in range(len(paths))]
+    assert together == alone
+    result = opsctl("localize", *paths, "--json")
+    assert result.code == 1 and len(result.json()["racks"]) == len(paths)
+    # A bad file among them is still one clear line naming it, whichever process read it.
+    write(tmp_path, snapshot(rack="r05", model="gb300-nvl144"), "r05.json")
+    assert_one_line_error(opsctl("localize", *paths), 2, "r05.json: unknown model 'gb300-nvl144'")
+    write(tmp_path, snapshot(rack="r03"), "r05.json")
+    assert_one_line_error(opsctl("localize", *paths), 2, "rack r03 is also in")
