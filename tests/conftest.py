@@ -1,9 +1,11 @@
 """Shared test fixtures: running the CLI in-process, simulated racks on a manual clock."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +15,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Fixture modules: a real sshd on loopback for the fan-out (tests/sshd.py).
 pytest_plugins = ["tests.sshd"]
+
+
+def pytest_configure(config):
+    """Nothing a test runs writes to the user's own state: run folders and the default ledger
+    land in a throwaway $XDG_STATE_HOME, and no test records into a shared $OPSCTL_DB."""
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="opsctl-test-state-")
+    os.environ.pop("OPSCTL_DB", None)
 
 
 @dataclass

@@ -11,10 +11,12 @@ from rich.console import Console
 
 from opsctl.burnin.session import execute, make_plan, resume_run, start_run
 from opsctl.cli.context import rack_from
+from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.fanout.options import reach_options
 from opsctl.inventory import load_inventory
+from opsctl.ledger import record_burnin
 from opsctl.reports import print_summary
 
 DEFAULT_DURATION_S = 20.0  # a quick burn-in; acceptance runs take the criteria's duration (900 s)
@@ -30,11 +32,12 @@ def rack_run_options(command):
         json_option,
     ]):
         command = option(command)
-    return reach_options(command)
+    return recording_options(reach_options(command))
 
 
-def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan):
-    """Start (or resume) a run, show its progress, print the verdict; exit with its code."""
+def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=True, db=None):
+    """Start (or resume) a run, show its progress, print the verdict, record it in the ledger;
+    exit with the verdict's code."""
     if resume:
         if out:
             raise InputError("--out and --resume do not go together: a resumed run stays in its folder")
@@ -60,6 +63,8 @@ def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan):
         print_json(summary)
     else:
         print_summary(console(), summary)
+    if record:
+        record_in_ledger(ctx, record_burnin, summary, db, f"opsctl ledger record-burnin {run.path}")
     ctx.exit(judgment.exit_code)
 
 
@@ -80,11 +85,12 @@ def reject_with_resume(resume, **given):
 @click.option("--run-timeout", type=click.FloatRange(min=1), help="Seconds before a tray's probe is given up as "
               "incomplete (default: the duration plus 120).")
 @click.pass_context
-def command(ctx, rack, out, resume, concurrency, connect_timeout, accept_new_host_keys, as_json, duration, run_timeout):
+def command(ctx, rack, out, resume, concurrency, connect_timeout, accept_new_host_keys, as_json, record, db, duration,
+            run_timeout):
     """Burn in a rack: GEMM, memory and NVLink load with every counter read before and after, on
     all trays at once; the verdict names every failing GPU, link and part (exit 1), or says
     which trays did not report (exit 3)."""
     reject_with_resume(resume, duration=duration, run_timeout=run_timeout)
     run_rack_command(ctx, "burnin", rack, resume, out, as_json, lambda: make_plan(
         "burnin", duration_s=duration or DEFAULT_DURATION_S, concurrency=concurrency, connect_timeout_s=connect_timeout,
-        run_timeout_s=run_timeout, accept_new_host_keys=accept_new_host_keys))
+        run_timeout_s=run_timeout, accept_new_host_keys=accept_new_host_keys), record, db)

@@ -7,45 +7,16 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from opsctl.cli.context import inventory_from
+from opsctl.cli.ledger_options import TIME, db_option, parts_for
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
-from opsctl.ledger import DB_ENV, fleet_statistics, open_ledger, record_burnin, record_incident, record_triage, set_rack
-from opsctl.ledger.parts import Parts
-from opsctl.ledger.timestamps import parse_time
+from opsctl.ledger import fleet_statistics, open_ledger, record_burnin, record_incident, record_triage, set_rack
 from opsctl.ledger.transfer import export_document, import_files, json_text, write_csv
 from opsctl.rack_models import MODELS
 from opsctl.yaml_input import load_yaml_file
 
 # Where a run directory keeps its summary, most specific first.
 SUMMARY_NAMES = ("summary.json", "verdict.json", "run.json", "report.json")
-
-db_option = click.option(
-    "--db", envvar=DB_ENV, metavar="URL",
-    help="Ledger database: sqlite:///FILE or postgresql://… (default: $OPSCTL_DB, else "
-         "$XDG_STATE_HOME/opsctl/ledger.sqlite).")
-
-
-class TimeType(click.ParamType):
-    """A date or time as users type it (2026-11-30, 2026-11-30T14:05Z); UTC unless a zone is given."""
-
-    name = "TIME"
-
-    def convert(self, value, param, ctx):
-        try:
-            return parse_time(value, "")
-        except InputError:
-            self.fail(f"not a time: {value!r} (use 2026-11-30 or 2026-11-30T14:05:00Z)", param, ctx)
-
-
-TIME = TimeType()
-
-
-def parts_for(ctx):
-    """Part ids are checked against the inventory the user named (--inventory, $OPSCTL_INVENTORY),
-    else the ledger's own racks and the built-in inventory."""
-    return Parts(inventory_from(ctx)) if ctx.find_root().obj.get("inventory") else Parts()
-
 
 def _document(path):
     path = Path(path)

@@ -6,7 +6,7 @@ import getpass
 import click
 from rich.table import Table
 
-from opsctl.cli.commands.ledger import TIME, db_option, parts_for
+from opsctl.cli.ledger_options import TIME, db_option, parts_for
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.ledger import close_repair, open_ledger, open_repair
 from opsctl.ledger.repairs import NEW_INCIDENT, restore_hours

@@ -2,11 +2,16 @@
 each rack by the very code `opsctl burnin` judges with — and write every rack's summary and
 reports and the fleet's summary (RUN_DIR/fleet-summary.json)."""
 
+import json
+from pathlib import Path
+
 import click
 from rich.table import Table
 
+from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.fleet.judge import SUMMARY_FILE, judge_fleet
+from opsctl.ledger import record_burnin
 from opsctl.reports.formatting import fails_when, reading
 from opsctl.reports.terminal import STYLE
 
@@ -15,9 +20,10 @@ CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
 
 @click.command("report")
 @click.argument("run_dir", type=click.Path(file_okay=False))
+@recording_options
 @json_option
 @click.pass_context
-def command(ctx, run_dir, as_json):
+def command(ctx, run_dir, record, db, as_json):
     """Judge the results Ansible fetched into RUN_DIR, rack by rack as `opsctl burnin` does; exit
     1 when a rack failed, 3 when a rack is incomplete (a tray unreachable or its probe did not
     finish), 0 when every rack passed. The inventory is the one the run was planned with,
@@ -27,6 +33,11 @@ def command(ctx, run_dir, as_json):
         print_json(fleet)
     else:
         print_fleet(console(), fleet)
+    if record:
+        for rack in fleet["racks"]:
+            summary = Path(rack["files"]["summary"])
+            record_in_ledger(ctx, record_burnin, json.loads(summary.read_text()), db,
+                             f"opsctl ledger record-burnin {summary.parent}")
     ctx.exit(fleet["exit_code"])
 
 

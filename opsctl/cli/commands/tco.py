@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from opsctl.cli.commands.ledger import TIME, db_option
+from opsctl.cli.ledger_options import TIME, db_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.ledger.fleet_stats import reliability_inputs

@@ -6,7 +6,9 @@ import click
 from opsctl.cli.commands.localize import exit_code, mttr_config_option
 from opsctl.cli.commands.snapshot import fanout_options, take_rack_snapshot, unanswered, write_atomically
 from opsctl.cli.context import rack_argument, rack_from
+from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
+from opsctl.ledger import record_triage
 from opsctl.localize import localize
 from opsctl.localize.render import render_triage
 from opsctl.mttr import load_mttr_model
@@ -17,9 +19,10 @@ from opsctl.mttr import load_mttr_model
 @fanout_options
 @click.option("--save", "save", type=click.Path(dir_okay=False), help="Also keep the snapshot here (JSON), to localize again later.")
 @mttr_config_option
+@recording_options
 @json_option
 @click.pass_context
-def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_keys, save, mttr_config, as_json):
+def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_keys, save, mttr_config, record, db, as_json):
     """Snapshot every tray, localize the faulty parts, and print each with its evidence, repair
     action, MTTR, blast radius and runbook. Exit 1 if something is faulty, 3 if a tray could not
     be read and nothing was found in the rest, 0 if the rack is healthy."""
@@ -39,4 +42,8 @@ def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_key
             out.print(f"   {tray['tray']}: {tray['error']}")
         if save:
             out.print(f"snapshot kept in {save} (opsctl localize {save})")
+    if record:
+        later = f"opsctl ledger record-triage FILE (the --json of opsctl localize {save})" if save else \
+            "opsctl ledger record-triage FILE (save this triage with --json)"
+        record_in_ledger(ctx, record_triage, racks, db, later)
     return exit_code(racks)

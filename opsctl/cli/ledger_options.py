@@ -1,0 +1,61 @@
+"""What the commands that touch the fleet's ledger share: which database (--db), times as users
+type them, part ids checked against the user's inventory, and recording a command's result.
+
+burnin, accept, report and triage record what they found unless told --no-ledger: the ledger
+is a record of every run and triage, and one nobody remembers to feed measures nothing.
+"""
+
+import click
+
+from opsctl.cli.context import inventory_from
+from opsctl.errors import OpsctlError, InputError
+from opsctl.ledger import DB_ENV, open_ledger
+from opsctl.ledger.parts import Parts
+from opsctl.ledger.timestamps import parse_time
+
+db_option = click.option(
+    "--db", envvar=DB_ENV, metavar="URL",
+    help="Ledger database: sqlite:///FILE or postgresql://… (default: $OPSCTL_DB, else "
+         "$XDG_STATE_HOME/opsctl/ledger.sqlite).")
+
+
+class TimeType(click.ParamType):
+    """A date or time as users type it (2026-11-30, 2026-11-30T14:05Z); UTC unless a zone is given."""
+
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_time(value, "")
+        except InputError:
+            self.fail(f"not a time: {value!r} (use 2026-11-30 or 2026-11-30T14:05:00Z)", param, ctx)
+
+
+TIME = TimeType()
+
+
+def parts_for(ctx):
+    """Part ids are checked against the inventory the user named (--inventory, $OPSCTL_INVENTORY),
+    else the ledger's own racks and the built-in inventory."""
+    return Parts(inventory_from(ctx)) if ctx.find_root().obj.get("inventory") else Parts()
+
+
+def recording_options(command):
+    """--ledger/--no-ledger and --db, for a command whose result goes into the ledger."""
+    command = db_option(command)
+    return click.option("--ledger/--no-ledger", "record", default=True, show_default=True,
+                        help="Record the result in the fleet's ledger (opsctl ledger stats).")(command)
+
+
+def record_in_ledger(ctx, record, document, db, later):
+    """Record `document` with `record` (record_burnin, record_triage); a ledger that cannot be
+    written costs a warning, never the result: `later` says how to record it by hand."""
+    try:
+        with open_ledger(db) as ledger:
+            record(document, ledger, parts=parts_for(ctx))
+            where = ledger.url
+    except OpsctlError as error:
+        click.echo(f"opsctl: warning: not recorded in the ledger ({error}); record it later with: {later}", err=True)
+        return False
+    click.echo(f"recorded in the ledger {where}", err=True)
+    return True
