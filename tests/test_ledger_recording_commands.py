@@ -50,9 +50,10 @@ def test_a_triage_is_recorded_with_its_first_suspect_as_an_incident(opsctl, tmp_
     assert result.code == 1, result.err
     assert "recorded in the ledger" in result.err
     with open_ledger(url) as ledger, ledger.read() as tx:
-        triages = [dict(row) for row in tx.rows("SELECT rack FROM triages")]
+        triages = [dict(row) for row in tx.rows("SELECT rack, at FROM triages")]
         incidents = [dict(row) for row in tx.rows("SELECT part FROM incidents")]
-    assert triages == [{"rack": "lab"}]
+    taken = json.loads(result.out)["taken"]  # when the counters were read, not when it was recorded
+    assert triages == [{"rack": "lab", "at": taken}], (triages, taken)
     assert incidents == [{"part": json.loads(result.out)["suspects"][0]["component"]}]
 
 

@@ -19,7 +19,7 @@ RUN_KINDS = ("burnin", "accept")
 _VERDICT_WORDS = {"pass": "pass", "passed": "pass", "healthy": "pass", "ok": "pass",
                   "fail": "fail", "failed": "fail", "unhealthy": "fail",
                   "incomplete": "incomplete", "error": "incomplete"}
-_TIME_FIELDS = ("finished", "finished_at", "time", "at", "started", "started_at")
+_TIME_FIELDS = ("finished", "finished_at", "taken", "time", "at", "started", "started_at")  # taken: a snapshot's moment
 
 
 class RecordingSession:
