@@ -117,9 +117,9 @@ def snapshot_command(args, stdin):
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
     try:
         if backend.switch is not None:
-            document = take_switch_snapshot(backend.switch, args.window, sleep=backend.clock.sleep, tray=backend.tray)
+            document = take_switch_snapshot(backend.switch, args.window, clock=backend.clock, tray=backend.tray)
         else:
-            document = take_snapshot(backend.nvml, args.window, sleep=backend.clock.sleep, tray=backend.tray)
+            document = take_snapshot(backend.nvml, args.window, clock=backend.clock, tray=backend.tray)
         emit(document, args.as_json)
         return 0, False
     finally:

@@ -388,10 +388,11 @@ class XidWatcher:
     Register before the load starts and stop after it: the events in between are the window's
     XIDs (NVML only delivers events that happen after registration)."""
 
-    def __init__(self, nvml, handles, poll_ms=200):
+    def __init__(self, nvml, handles, poll_ms=200, now=time.time):
         self.nvml = nvml
         self.handles = handles
         self.poll_ms = poll_ms
+        self.now = now  # stamps each event: the wall clock, or a simulated clock
         self.events = []  # dicts: gpu index, xid, time
         self.errors = []
         self._lock = threading.Lock()  # events and errors are appended by the polling thread
@@ -434,7 +435,7 @@ class XidWatcher:
                 self._record(data)
 
     def _record(self, data):
-        event = {"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData), "time": time.time()}
+        event = {"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData), "time": self.now()}
         with self._lock:
             self.events.append(event)
 
@@ -445,6 +446,27 @@ class XidWatcher:
                 self.errors[-1]["repeats"] = self.errors[-1].get("repeats", 1) + 1
             else:
                 self.errors.append({"gpu": None, "error": message})
+
+    def collect_for(self, seconds, sleep=time.sleep):
+        """Wait `seconds` (by `now`) collecting XIDs as they come, without a thread: the wait on
+        NVML's event set is the wait, so each event is stamped when it arrived and the first
+        of a burst can be told from its echoes. If the event set fails, sleep out the rest."""
+        nvml = self.nvml
+        end = self.now() + seconds
+        while (left := end - self.now()) > 0:
+            if left < 0.001:  # below NVML's millisecond wait: sleep the rest rather than overshoot
+                sleep(left)
+                break
+            try:
+                data = nvml.nvmlEventSetWait(self._set, int(min(left, self.poll_ms / 1000.0) * 1000))
+            except nvml.NVMLError_Timeout:
+                continue
+            except nvml.NVMLError as error:
+                self._record_error(f"XID wait failed: {error}")
+                sleep(max(0.0, end - self.now()))
+                break
+            if data.eventType & nvml.nvmlEventTypeXidCriticalError:
+                self._record(data)
 
     @property
     def alive(self):

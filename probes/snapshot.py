@@ -12,15 +12,18 @@ from probes.switch_reader import snapshot_port, switch_window
 FORMAT = "opsctl-probe/1"
 
 
-def take_snapshot(nvml, window_s, sleep=time.sleep, tray=None):
+def take_snapshot(nvml, window_s, clock=None, tray=None):
     """The snapshot document body of docs/probe-output.md for the GPUs behind `nvml` (initialised).
-    `sleep` waits out the window: time.sleep on a tray, a simulated clock's sleep in benchmarks."""
-    reader = NvmlReader(nvml)
-    # No polling thread: NVML queues the window's XIDs and stop() drains them, so a simulated
-    # clock moves only by `sleep`.
-    watcher = XidWatcher(nvml, reader.handles).start(poll=False)
+    `clock` (now() and sleep()) measures the window and stamps the XIDs: wall time on a tray, a
+    simulated clock in benchmarks."""
+    now, sleep = (clock.now, clock.sleep) if clock is not None else (time.time, time.sleep)
+    reader = NvmlReader(nvml, now=now)
+    # No polling thread: the window is spent waiting on NVML's event set, so a simulated clock
+    # moves only by that wait, and each XID carries the moment it came (the origin of a burst
+    # logs first; NVML_AND_XID.md).
+    watcher = XidWatcher(nvml, reader.handles, now=now).start(poll=False)
     before = reader.read_all(identity=False)
-    sleep(window_s)
+    watcher.collect_for(window_s, sleep)
     after = reader.read_all(identity=False)
     events = watcher.stop()
     links, gpus = [], []
@@ -31,13 +34,15 @@ def take_snapshot(nvml, window_s, sleep=time.sleep, tray=None):
             links += [snapshot_link(last.index, link_window(by_port[link.port], link, window_s))
                       for link in last.links if link.port in by_port]
         gpus.append({"gpu": last.index, "reachable": reachable,
-                     "xids": [event["xid"] for event in events if event["gpu"] == last.index]})
+                     "xids": [{"xid": event["xid"], "time": round(event["time"], 3)}
+                              for event in events if event["gpu"] == last.index]})
     return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": links, "gpus": gpus,
             "errors": [entry["error"] for entry in watcher.errors]}
 
 
-def take_switch_snapshot(switch, window_s, sleep=time.sleep, tray=None):
+def take_switch_snapshot(switch, window_s, clock=None, tray=None):
     """The snapshot document of a switch tray, from a switch reader (probes.switch_reader)."""
+    sleep = clock.sleep if clock is not None else time.sleep
     document = {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": [],
                 "gpus": [], "errors": []}
     if not switch.supported:

@@ -30,7 +30,7 @@ def test_a_ten_minute_snapshot_on_a_simulated_clock(sim_rack):
     rack = sim_rack(SEEDED)
     nvml = SimNvml(rack, "ct05")
     nvml.nvmlInit()
-    document = take_snapshot(nvml, 600, sleep=rack.clock.sleep, tray="ct05")
+    document = take_snapshot(nvml, 600, clock=rack.clock, tray="ct05")
     assert rack.now() == pytest.approx(600)  # only the window moved the clock
     assert (document["format"], document["kind"], document["tray"], document["window_seconds"]) == \
         ("opsctl-probe/1", "snapshot", "ct05", 600.0)
@@ -40,19 +40,23 @@ def test_a_ten_minute_snapshot_on_a_simulated_clock(sim_rack):
     assert bad["side"] == "gpu" and bad["state"] == "up" and bad["link_down_events"] == 0
     others = [row for row in document["links"] if (row["gpu"], row["port"]) != (1, 7)]
     assert all(row["replay_errors"] == 0 and row["crc_errors"] < 100 for row in others)
-    # The flapping link on ct07 makes every other GPU of the domain log XID 145, ct05's too.
-    assert all(gpu["reachable"] and set(gpu["xids"]) == {145} for gpu in document["gpus"])
+    # The flapping link on ct07 makes every other GPU of the domain log XID 145, ct05's too,
+    # each stamped with the moment it came: a little after each of the flaps, 30 s apart.
+    assert all(gpu["reachable"] and {x["xid"] for x in gpu["xids"]} == {145} for gpu in document["gpus"])
+    times = [x["time"] - rack.epoch for x in document["gpus"][0]["xids"]]
+    assert len(times) == 20 and all(2 < t - 30 * k < 5 for k, t in enumerate(times))
 
 
 def test_a_lost_gpu_is_unreachable_with_no_links(sim_rack):
     rack = sim_rack("faults: [{kind: gpu_lost, gpu: ct02/gpu3, start_s: 5}]")
     nvml = SimNvml(rack, "ct02")
     nvml.nvmlInit()
-    document = take_snapshot(nvml, 60, sleep=rack.clock.sleep)
+    document = take_snapshot(nvml, 60, clock=rack.clock)
     assert [gpu["reachable"] for gpu in document["gpus"]] == [True, True, True, False]
     assert {row["gpu"] for row in document["links"]} == {0, 1, 2}
     # XID 79 was logged as the GPU fell off the bus, inside the window.
-    assert 79 in document["gpus"][3]["xids"]
+    assert [x["xid"] for x in document["gpus"][3]["xids"]] == [79]
+    assert document["gpus"][3]["xids"][0]["time"] - rack.epoch == pytest.approx(5)
 
 
 def test_the_switch_end_of_a_link_counts_what_the_gpu_end_counts(sim_rack):
@@ -61,7 +65,7 @@ def test_the_switch_end_of_a_link_counts_what_the_gpu_end_counts(sim_rack):
     nvml = SimNvml(rack, "ct05")
     nvml.nvmlInit()
     before = switch.read()
-    gpu_side = take_snapshot(nvml, 100, sleep=rack.clock.sleep)
+    gpu_side = take_snapshot(nvml, 100, clock=rack.clock)
     rows = switch_window(before, switch.read())
     assert len(rows) == 2 * 72 and {row["chip"] for row in rows} == {"sw0", "sw1"}
     seen = next(row for row in rows if row["link"] == "ct05/gpu1/nvl07")

@@ -35,7 +35,7 @@ def _read_compute_tray(spec, tray, window_s):
     nvml = SimNvml(rack, tray.name)
     nvml.nvmlInit()
     try:
-        return take_snapshot(nvml, window_s, sleep=clock.sleep, tray=tray.name)
+        return take_snapshot(nvml, window_s, clock=clock, tray=tray.name)
     finally:
         nvml.nvmlShutdown()
 
@@ -43,7 +43,7 @@ def _read_compute_tray(spec, tray, window_s):
 def _read_switch_tray(spec, tray, window_s):
     clock = ManualClock()
     rack = SimRack(spec, clock=clock)  # its ports are the far ends of links from every compute tray
-    return take_switch_snapshot(SimSwitchReader(SimSwitchTray(rack, tray.name)), window_s, sleep=clock.sleep, tray=tray.name)
+    return take_switch_snapshot(SimSwitchReader(SimSwitchTray(rack, tray.name)), window_s, clock=clock, tray=tray.name)
 
 
 def _what_a_tray_sees(spec, tray):

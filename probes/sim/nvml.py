@@ -532,9 +532,10 @@ class SimNvml:
     def nvmlEventSetWait_v2(self, eventSet, timeoutms):
         events = self._event_set(eventSet)
         deadline = self._rack.now() + timeoutms / 1000.0
+        reached = self._rack.now()
         while True:
             with self._lock:
-                found = self._next_event(events, self._rack.now())
+                found = self._next_event(events, reached)
                 if found is not None:
                     return found
                 upcoming = self._next_event_time(events, deadline)
@@ -543,6 +544,9 @@ class SimNvml:
                 self._rack.clock.sleep(max(0.0, deadline - now))
                 raise pynvml.NVMLError_Timeout()
             self._rack.clock.sleep(max(0.0, upcoming - now))
+            # The event's own time, not the clock's: clock minus epoch can round an ulp short of
+            # it, and a simulated clock far from zero cannot move by an ulp of the difference.
+            reached = max(self._rack.now(), upcoming)
 
     def _next_event(self, events, now):
         best = None
