@@ -287,7 +287,7 @@ def _memory_checks(component, counters, rules):
     rows = counters.get("remapped_rows")
     if rows is not None:
         bad = [what for what in ("pending", "failure") if rows.get(what)]
-        checks.append(check("memory.remapped_rows", component, "fail" if bad else "pass", bad, [], "remap state", "any of",
+        checks.append(check("memory.remapped_rows", component, "fail" if bad else "pass", bad, ["pending", "failure"], "remap state", "any of",
                             rules["remapped_rows"]["source"],
                             f"row remapping {' and '.join(bad)} ({rows['uncorrected']} rows remapped for uncorrectable errors)"
                             if bad else f"no remap pending ({rows['corrected']} + {rows['uncorrected']} rows remapped)"))

@@ -108,6 +108,10 @@ def test_throttling_and_the_fabric_are_judged(gb200):
     assert found[("ecc.uncorrected_volatile", "gpu3")] == "pass" and found[("memory.remapped_rows", "gpu3")] == "pass"
     fabric["health"]["route_unhealthy"] = True
     assert verdicts(judge_gpu({"index": 3, "counters": counters}, gb200, {}))[("fabric.health", "gpu3")] == "fail"
+    counters["remapped_rows"].update(uncorrected=1, pending=True)
+    remap = next(c for c in judge_gpu({"index": 3, "counters": counters}, gb200, {}) if c["check"] == "memory.remapped_rows")
+    # The check states what fails it, so a report can print "fails when any of pending, failure".
+    assert (remap["verdict"], remap["value"], remap["op"], remap["threshold"]) == ("fail", ["pending"], "any of", ["pending", "failure"])
 
 
 def test_a_references_file_of_ones_own_replaces_the_skus(tmp_path):
