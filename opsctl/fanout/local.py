@@ -4,18 +4,26 @@ tray that is the machine opsctl runs on.
 It runs the `probes` package that came with this opsctl, under this Python, so a simulated
 rack needs nothing installed anywhere else. Each probe gets its own process group, so Ctrl-C
 in the terminal reaches opsctl alone and opsctl stops the probes itself, in order.
+
+Being in its own session, a probe hears nothing when opsctl is killed outright; so its stdin is
+a pipe that only opsctl holds, open until the probe ends, and the probe (`--stop-on-stdin-eof`)
+stops when the kernel closes it with opsctl. Its output is read by two threads as it comes (a
+probe blocked on a full pipe would never end), not by communicate(), which closes stdin.
 """
 
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut
 from opsctl.runs.atomic_file import write_bytes_atomic
 
 POLL_S = 0.2
+READ_BYTES = 1 << 16
 GRACE_S = 3.0  # between SIGTERM and SIGKILL
 
 
@@ -36,38 +44,89 @@ class LocalTransport:
         return ["--sim-spec", str(path)], None
 
     def run(self, tray, argv, stdin, timeout_s, stop):
+        deadline = time.monotonic() + timeout_s
+        # close_fds (the default) matters: a probe started beside this one must not inherit the
+        # write end of this one's stdin, or this one would never see it close.
         process = subprocess.Popen(
             [sys.executable, "-m", "probes", *argv],
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        waited = 0.0
-        while True:
-            try:
-                stdout, stderr = process.communicate(stdin, timeout=POLL_S)
-                return Completed(process.returncode, stdout, stderr)
-            except subprocess.TimeoutExpired:
-                waited += POLL_S
-            if stop.is_set():
-                _stop(process)
-                raise Interrupted("stopped by the user")
-            if waited >= timeout_s:
-                _stop(process)
-                raise TrayTimedOut(f"probe ran past its {timeout_s:g} s run timeout and was stopped")
+        stdout, stderr = _Drain(process.stdout), _Drain(process.stderr)
+        if stdin:
+            threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True, name=f"stdin-{tray.name}").start()
+        try:
+            while not _ended(process, stdout, stderr):
+                if stop.is_set():
+                    _stop(process)
+                    raise Interrupted("stopped by the user")
+                if time.monotonic() >= deadline:
+                    _stop(process)
+                    raise TrayTimedOut(f"probe ran past its {timeout_s:g} s run timeout and was stopped")
+            return Completed(process.returncode, stdout.data(), stderr.data())
+        finally:
+            _close(process.stdin)  # the probe has ended, or was stopped: nothing left to hang up on
+
+
+class _Drain:
+    """Read a pipe to its end in a thread."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+        self.chunks = []
+        self.thread = threading.Thread(target=self._read, daemon=True, name="probe-output")
+        self.thread.start()
+
+    def _read(self):
+        with self.pipe:
+            while chunk := self.pipe.read1(READ_BYTES):
+                self.chunks.append(chunk)
+
+    def data(self):
+        self.thread.join()
+        return b"".join(self.chunks)
+
+
+def _feed(pipe, data):
+    """Write `data` to the probe's stdin and leave it open."""
+    try:
+        pipe.write(data)
+        pipe.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        pass  # the probe ended (or was stopped) without reading it all: its exit code says why
+
+
+def _ended(process, *drains):
+    """Wait up to POLL_S for the probe to exit and its output to end; whether both happened."""
+    try:
+        process.wait(timeout=POLL_S)
+    except subprocess.TimeoutExpired:
+        return False
+    for drain in drains:  # a child the probe left holding its stdout keeps the pipe open
+        drain.thread.join(POLL_S)
+        if drain.thread.is_alive():
+            return False
+    return True
+
+
+def _close(pipe):
+    try:
+        pipe.close()
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def _stop(process):
-    """SIGTERM to the probe's process group, SIGKILL if it lingers."""
+    """SIGTERM to the probe's process group, SIGKILL if it lingers. (Stdin is closed after, once
+    the probe is gone: closing it sooner could wait on a write the probe will never read.)"""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:
             break
         try:
-            process.communicate(timeout=GRACE_S)
+            process.wait(timeout=GRACE_S)
             return
         except subprocess.TimeoutExpired:
             continue
-    process.communicate()
+    process.wait()

@@ -2,9 +2,11 @@
 
     results = run_on_trays(rack, ["snapshot", "--window", "10", "--json"])
 
-Each tray runs `python -m probes ARGS --backend B --tray T` (plus `--sim-spec` for a simulated
-rack: a file in `workdir` for the local transport, stdin over ssh). At most `concurrency`
-trays work at a time; each has a connect timeout and a run timeout. The result of every tray
+Each tray runs `python -m probes ARGS --backend B --tray T --stop-on-stdin-eof` (plus `--sim-spec`
+for a simulated rack: a file in `workdir` for the local transport, stdin over ssh). The
+transport holds the probe's stdin open while it waits; when it stops waiting, or opsctl dies,
+stdin closes and the probe ends (transport.py). At most `concurrency` trays work at a time;
+each has a connect timeout and a run timeout. The result of every tray
 is a `TrayResult`: complete (the probe exited 0 or 1 with its JSON document) or incomplete,
 with the reason — a tray that refused the connection, a probe that crashed or timed out, and a
 simulated tray marked unreachable all end the same way.
@@ -26,7 +28,7 @@ from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from opsctl.fanout.local import LocalTransport
 from opsctl.fanout.ssh import SshTransport
-from opsctl.fanout.transport import Interrupted, TransportError
+from opsctl.fanout.transport import STOP_ON_HANGUP, Interrupted, TransportError
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
@@ -114,7 +116,10 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
         call(on_start, tray)
         started, clock = time.time(), time.monotonic()
         try:
-            completed = transport.run(tray, probe_argv(rack, tray, probe_args, spec_args), stdin, options.run_timeout_s, stop)
+            # The transports hold the probe's stdin open while they wait, so it may stop at EOF. (Not
+            # in probe_argv: the Ansible plan runs the same argv with no one holding its stdin.)
+            argv = [*probe_argv(rack, tray, probe_args, spec_args), STOP_ON_HANGUP]
+            completed = transport.run(tray, argv, stdin, options.run_timeout_s, stop)
             result = interpret(tray, transport, completed)
         except Interrupted as error:
             result = _incomplete(tray, transport, f"interrupted: {error}", interrupted=True)

@@ -6,7 +6,11 @@ Host keys are verified against a known_hosts file (the inventory's `opsctl_known
 does. A key that differs from the recorded one is always refused.
 
 The remote command is one string for the tray's shell, built with shlex from an argument
-list whose names the inventory has already validated. A simulator spec travels on stdin.
+list whose names the inventory has already validated. A simulator spec travels on stdin, as
+one line. Stdin then stays open for the whole session: closing the client (Ctrl-C, the run
+timeout, or this process dying and the kernel closing the connection) makes sshd close it, and
+the probe (`--stop-on-stdin-eof`) ends at that EOF. sshd signals nothing to a command without a
+pty when its session closes, and a probe prints only at its end, so without this it would run on.
 """
 
 import getpass
@@ -70,7 +74,9 @@ class SshTransport:
         self._known_hosts_lock = threading.Lock()
 
     def spec_delivery(self, spec_json):
-        return ["--sim-spec", "-"], spec_json
+        if b"\n" in spec_json:  # json.dumps without indent never writes one
+            raise ValueError("the simulator spec must be one line of JSON to travel on stdin")
+        return ["--sim-spec", "-"], spec_json + b"\n"
 
     def check(self, tray):
         if not _PYTHON_PATH.fullmatch(tray.python):
@@ -136,12 +142,13 @@ class SshTransport:
                 channel.exec_command(command)
                 if stdin is not None:
                     channel.sendall(stdin)
-                channel.shutdown_write()
+                # No shutdown_write: the probe's stdin stays open until the client closes, and
+                # that EOF is its hang-up.
             except (paramiko.SSHException, OSError, EOFError) as error:
                 raise TrayUnreachable(f"{tray.address}: could not start the probe: {error}") from None
             return _collect(channel, deadline, timeout_s, stop)
         finally:
-            client.close()  # closing the session hangs up on a probe still running
+            client.close()  # the session's end closes the probe's stdin: one still running stops
 
 
 def _collect(channel, deadline, timeout_s, stop):

@@ -5,10 +5,18 @@ Two implementations: `LocalTransport` (a local process: the simulator's trays, o
 is this machine) and `SshTransport` (paramiko, host keys verified). The runner above them
 treats both alike, so an unreachable simulated tray and a host that refuses the connection
 end the same way: incomplete, with the reason.
+
+Hanging up: every probe runs with `--stop-on-stdin-eof`, and a transport holds the probe's stdin
+open for as long as it waits for the probe. Closing it — the transport stopping on Ctrl-C or at
+the run timeout, or the opsctl process dying and the kernel closing its end — ends the probe
+(exit 3), with no pty and no signal needed: over ssh, sshd signals nothing to a command without
+a terminal when its session closes.
 """
 
 from dataclasses import dataclass
 from typing import Protocol
+
+STOP_ON_HANGUP = "--stop-on-stdin-eof"  # the probe's option: stop when stdin closes (probes/__main__.py)
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,10 @@ class Transport(Protocol):
         """Refuse (InputError) a tray this transport cannot be pointed at safely, before any runs."""
 
     def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:
-        """How a simulator spec reaches the probe: extra arguments, and bytes for its stdin."""
+        """How a simulator spec reaches the probe: extra arguments, and bytes for its stdin
+        (one line: the probe reads the spec's line and then watches stdin for the hang-up)."""
 
     def run(self, tray, argv: list[str], stdin: bytes | None, timeout_s: float, stop) -> Completed:
         """Run argv on the tray; raise a TransportError when it cannot finish. `stop` is a
-        threading.Event: when it is set, abandon the work and raise Interrupted."""
+        threading.Event: when it is set, abandon the work and raise Interrupted. The command's
+        stdin gets `stdin` and then stays open until the command ends or is abandoned."""
