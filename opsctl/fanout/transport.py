@@ -16,7 +16,7 @@ a terminal when its session closes.
 from dataclasses import dataclass
 from typing import Protocol
 
-STOP_ON_HANGUP = "--stop-on-stdin-eof"  # the probe's option: stop when stdin closes (probes/__main__.py)
+STOP_ON_HANGUP = "--stop-on-stdin-eof"  # the probe's option: stop when stdin closes (probes/hangup.py)
 
 
 @dataclass(frozen=True)

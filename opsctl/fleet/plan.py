@@ -51,8 +51,9 @@ def plan_run(inventory, racks, run_dir, kind, criteria_file=None, duration_s=Non
             trays[tray.host] = {
                 **tray_row(rack, tray),
                 "run": run_dir.name,
-                # `python -m probes` + these, exactly as the fan-out of `opsctl burnin` calls it;
-                # a simulated tray adds `--sim-spec` with where the spec landed on the tray.
+                # `python -m probes` + these, as the fan-out of `opsctl burnin` calls it but for
+                # --stop-on-stdin-eof (Ansible holds no stdin open for the probe to watch); a
+                # simulated tray adds `--sim-spec` with where the spec landed on the tray.
                 "argv": probe_argv(rack, tray, plan.probe_args(criteria), []),
                 "sim_spec": str(run.path / SPEC_FILE) if spec is not None else None,
                 "result": str(run.tray_file(tray.name)),
