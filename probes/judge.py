@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from probes.compute import DTYPES
 from probes.gemm import TOLERANCE_SOURCE
 
 REFERENCES = Path(__file__).parent / "references"
@@ -36,14 +37,52 @@ class References:
     sku_source: str | None = None
 
 
+# What a GPU model's references file may hold: each figure is a mapping with its threshold and
+# the source it comes from (every verdict names its source).
+FIGURES = {"nvlink_links": "value", "membw": "min_gbps", "nvlink_peer": "min_gbps", "collective": "min_busbw_gbps"}
+
+
 def _load(path):
     try:
         data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ReferencesError(f"{path}: {str(error).splitlines()[0]}") from None
+    except OSError as error:
+        raise ReferencesError(f"{path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ReferencesError(f"{path}: not valid YAML{where}: {getattr(error, 'problem', None) or error}") from None
     if not isinstance(data, dict):
         raise ReferencesError(f"{path}: not a mapping")
     return data
+
+
+def check_sku_references(data, path):
+    """Refuse a references file that would silently judge nothing: unknown keys, figures that
+    are not positive numbers or lack their source, no figure at all."""
+    known = {"sku", "names", "gemm", *FIGURES}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ReferencesError(f"{path}: unknown key {unknown[0]!r} (a references file holds {', '.join(sorted(known))})")
+    figures = [(key, data[key], FIGURES[key]) for key in FIGURES if key in data]
+    gemm = data.get("gemm", {})
+    if not isinstance(gemm, dict):
+        raise ReferencesError(f"{path}: gemm must be a mapping of dtypes ({', '.join(DTYPES)})")
+    for dtype, figure in gemm.items():
+        if dtype not in DTYPES:
+            raise ReferencesError(f"{path}: gemm.{dtype} is not a dtype the probe runs ({', '.join(DTYPES)})")
+        figures.append((f"gemm.{dtype}", figure, "min_tflops"))
+    if not figures:
+        raise ReferencesError(f"{path}: no figure to judge against (gemm, {', '.join(FIGURES)})")
+    for key, figure, field in figures:
+        if not isinstance(figure, dict):
+            raise ReferencesError(f"{path}: {key} must be a mapping with {field} and source")
+        value = figure.get(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ReferencesError(f"{path}: {key}.{field} must be a positive number, got {value!r}")
+        if not isinstance(figure.get("source"), str) or not figure["source"].strip():
+            raise ReferencesError(f"{path}: {key} needs a source (where the figure comes from)")
+    if "names" in data and not (isinstance(data["names"], list) and all(isinstance(n, str) for n in data["names"])):
+        raise ReferencesError(f"{path}: names must be a list of GPU names as NVML reports them")
 
 
 def xid_catalog():
@@ -61,9 +100,7 @@ def load_references(gpu_name=None, path=None, sku=None):
     rules, xids = _load(REFERENCES / "rules.yaml"), _load(REFERENCES / "xids.yaml")
     if path is not None:
         sku = _load(path)
-        for key in ("gemm", "membw", "nvlink_peer"):
-            if key in sku and not isinstance(sku[key], dict):
-                raise ReferencesError(f"{path}: {key} must be a mapping")
+        check_sku_references(sku, path)
         return References(sku, rules, xids, str(path))
     for file in sku_files():
         data = _load(file)

@@ -198,12 +198,27 @@ def test_the_spec_can_come_on_stdin_and_an_unreachable_tray_is_down(spec_file):
     (["snapshot", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct99"], "has no tray 'ct99'"),
     (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references", "/nonexistent.yaml"],
      "/nonexistent.yaml"),
+    (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references", "REFS:foo: 1"],
+     "unknown key 'foo'"),
+    (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references", "REFS:gemm: [1, 2"],
+     "not valid YAML (line 2"),
+    (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references",
+      "REFS:gemm: {bf16: {min_tflops: 2400}}"], "gemm.bf16 needs a source"),
+    (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references",
+      "REFS:membw: {min_gbps: -5, source: x}"], "membw.min_gbps must be a positive number"),
+    (["run", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct01", "--references", "REFS:sku: mine"],
+     "no figure to judge against"),
     (["run", "--gemm-size", "8"], "must be at least 16"),
     (["frobnicate"], "invalid choice"),
 ])
-def test_bad_usage_is_one_line_and_exit_2(spec_file, args, fragment):
+def test_bad_usage_is_one_line_and_exit_2(spec_file, tmp_path, args, fragment):
+    # A references file that would judge nothing (or the wrong thing) is refused before any load.
     spec = str(spec_file())
-    code, out, err = probe(*[spec if a == "SPEC" else a for a in args])
+    refs = tmp_path / "refs.yaml"
+    for a in args:
+        if a.startswith("REFS:"):
+            refs.write_text(a[len("REFS:"):] + "\n")
+    code, out, err = probe(*[spec if a == "SPEC" else str(refs) if a.startswith("REFS:") else a for a in args])
     assert code == 2 and out == ""
     assert fragment in one_line(err)
 
