@@ -4,6 +4,7 @@ PyYAML keeps the last of two equal keys without a word; an inventory with a tray
 must be refused instead, so this loader rejects duplicate keys and names the line.
 """
 
+import json
 from pathlib import Path
 
 import yaml
@@ -41,6 +42,11 @@ def parse_yaml(text, source):
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
+        if text.lstrip()[:1] in ("{", "["):  # meant as JSON: say what JSON's parser says
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as json_error:
+                raise InputError(f"{source}: line {json_error.lineno} not valid JSON: {json_error.msg}") from None
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         at = f" line {mark.line + 1}" if mark is not None else ""

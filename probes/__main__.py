@@ -22,7 +22,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit 2 (CONTRACT.md)."""
 
     def error(self, message):
-        sys.stderr.write(f"probes: {message} (see: python -m probes {self.prog.split()[-1]} --help)\n")
+        sys.stderr.write(f"probes: {message} (see: {self.prog} --help)\n")  # prog: "python -m probes [run]"
         sys.exit(EXIT_USAGE)
 
 

@@ -105,7 +105,8 @@ def test_a_malformed_snapshot_is_one_line_and_exit_2(opsctl, tmp_path, change, f
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("{\"rack\": ", "not valid YAML"),
+    ("{\"rack\": ", "not valid JSON: Expecting value"),
+    ("rack: [rack07\n", "not valid YAML"),
     ("[]", "holds no snapshot"),
     ("[1, 2]", "snap.json[0]: expected a snapshot"),
     ("just words", "expected a snapshot"),
