@@ -93,6 +93,8 @@ def test_the_column_reader_and_the_entry_reader_agree():
     ({"links": [{"side": "left", "gpu": "rack07/ct01/gpu0", "port": 5}]}, "side must be gpu or switch"),
     ({"links": [{"side": "switch", "switch": "rack07/st3/sw1", "switch_port": 99}]}, "has no NVLink switch_port 99"),
     ({"gpus": [{"id": "rack07/ct01/gpu9"}]}, "gpus[0]: rack07/ct01/gpu9 is not a GPU of gb200-nvl72"),
+    ({"gpus": [{"id": "rack08/ct01/gpu0"}]}, "gpus[0]: rack08/ct01/gpu0 is a GPU of rack rack08, but this snapshot is of rack rack07"),
+    ({"links": [{"side": "switch", "link": "rack08/ct01/gpu0/nvl05"}]}, "is a link of rack rack08, but this snapshot is of rack rack07"),
     ({"gpus": [{"id": "rack07/ct01/gpu0", "xids": ["149"]}]}, "gpus[0]: xids[0] must be an XID number"),
     ({"gpus": [{"id": "rack07/ct01/gpu0", "xids": [{"xid": 149, "time": "noon"}]}]}, "xids[0].time must be unix seconds"),
     ({"gpus": [{"id": "rack07/ct01/gpu0", "reachable": "yes"}]}, "reachable must be true or false"),

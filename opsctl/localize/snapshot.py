@@ -141,11 +141,19 @@ def _relative(value, prefix, what, where):
     return value[len(prefix):] if value.startswith(prefix) else value
 
 
+def _unknown(where, prefix, name, what, known, index):
+    """The error for an id that is not one of the rack's: one of another rack says so."""
+    other_rack, _, rest = name.partition("/")
+    if rest in known:
+        return InputError(f"{where}: {name} is a {what} of rack {other_rack}, but this snapshot is of rack {prefix.rstrip('/')}")
+    return InputError(f"{where}: {prefix}{name} is not a {what} of {index.model.name}")
+
+
 def _link_index(entry, where, prefix, index, side):
     if side == "switch" and "link" in entry:
         link_id = _relative(entry.get("link"), prefix, "link", where)
         if link_id not in index.link_index:
-            raise InputError(f"{where}: {prefix}{link_id} is not a link of {index.model.name}")
+            raise _unknown(where, prefix, link_id, "link", index.link_index, index)
         return index.link_index[link_id]
     if side == "switch" and "switch" in entry:
         end = _relative(entry.get("switch"), prefix, "switch", where)
@@ -155,7 +163,7 @@ def _link_index(entry, where, prefix, index, side):
         end = _relative(entry.get(gpu_key), prefix, gpu_key, where)
         table = index.link_by_gpu_port
         if end not in index.gpu_index:
-            raise InputError(f"{where}: {prefix}{end} is not a GPU of {index.model.name}")
+            raise _unknown(where, prefix, end, "GPU", index.gpu_index, index)
     port = entry.get(port_key)
     if isinstance(port, bool) or not isinstance(port, int):
         raise InputError(f"{where}: {port_key} must be a whole number, got {port!r}")
@@ -278,7 +286,7 @@ def _read_gpu(entry, where, prefix, index, observation):
     gpu_id = _relative(entry.get("id"), prefix, "id", where)
     gpu = index.gpu_index.get(gpu_id)
     if gpu is None:
-        raise InputError(f"{where}: {prefix}{gpu_id} is not a GPU of {index.model.name}")
+        raise _unknown(where, prefix, gpu_id, "GPU", index.gpu_index, index)
     if observation.gpu_reachable[gpu] != -1:
         raise InputError(f"{where}: {prefix}{gpu_id} is listed twice")
     reachable = entry.get("reachable", True)
