@@ -1,6 +1,7 @@
 """The inventory: Ansible YAML, validated; each mistake one clear error naming file and host."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -146,3 +147,13 @@ def test_generated_inventories_load_or_fail_cleanly(tmp_path, tree):
         load_inventory(path)
     except InputError as error:
         assert "\n" not in str(error) and str(path) in str(error)
+
+
+def test_the_readme_example_inventory_is_one_opsctl_accepts(tmp_path):
+    # The inventory an operator copies from the README must load as it stands.
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index("```yaml\nall:\n") + len("```yaml\n")
+    (tmp_path / "fleet.yaml").write_text(readme[start:readme.index("```", start)])
+    rack = load_inventory(tmp_path / "fleet.yaml").racks["rack12"]
+    trays = {tray.name: tray.host for tray in rack.trays}
+    assert len(trays) == 27 and trays["ct07"] == "10.20.0.77" and trays["ct08"] == "rack12-ct08"
