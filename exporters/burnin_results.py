@@ -89,10 +89,17 @@ class BurninResults:
         self.errors = 0  # files that could not be read as run documents
         self._parsed = {}  # file -> ((mtime_ns, size), TrayBurnin or None)
         self._latest = {}  # tray -> TrayBurnin
+        self._said_missing = False  # warned that the path does not exist (yet)
 
     def refresh(self):
         if self.path is None:
             return
+        if not self.path.exists():
+            if not self._said_missing:  # once: the exporter may start before the first burn-in
+                log.warning("no burn-in results at %s yet: its metrics appear once a run writes there", self.path)
+                self._said_missing = True
+            return
+        self._said_missing = False
         if self.path.is_dir():
             files = sorted(self.path.rglob("*.json"))
         else:

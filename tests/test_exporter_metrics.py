@@ -178,3 +178,16 @@ def test_the_last_burn_in_of_each_gpu(sim_exporter, tmp_path):
     (results / "again.json").write_text(json.dumps(run_document("ct03", "2026-11-30T12:00:00Z", [burnin_gpu(0, 1960.0, ["warn"])])))
     samples = served.wait_for(lambda s: values(s, "opsctl_gpu_burnin_verdict", gpu=0, verdict="warn") == [1])
     assert values(samples, "opsctl_gpu_burnin_verdict", gpu=1) == []
+
+
+def test_a_burn_in_path_that_does_not_exist_yet_is_said_once_and_read_when_it_comes(tmp_path, caplog):
+    from exporters.burnin_results import BurninResults
+    results = BurninResults(tmp_path / "runs")
+    with caplog.at_level("WARNING", logger="opsctl.exporter"):
+        results.refresh()
+        results.refresh()
+    assert [r.getMessage() for r in caplog.records] == [f"no burn-in results at {tmp_path / 'runs'} yet: its metrics appear once a run writes there"]
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "ct03.json").write_text(json.dumps(run_document("ct03", "2026-11-30T10:00:00Z", [burnin_gpu(0, 1950.0, ["pass"])])))
+    results.refresh()
+    assert results.for_tray("ct03").gpus[0].verdict == "pass"
