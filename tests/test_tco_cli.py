@@ -277,6 +277,8 @@ def edited(change):
     (lambda d: d.update(reliability={"mtbi_gpu_days": -5, "restart_minutes": 10, "checkpoint_write_minutes": 1}),
      "reliability.mtbi_gpu_days must be > 0"),
     (lambda d: d.update(reliability={"mtbi_gpu_days": 2000, "restart_minutes": 10}),
+     "reliability: checkpoint_write_minutes missing"),
+    (lambda d: d.update(reliability={"mtbi_gpu_days": 2000, "restart_minutes": 10, "checkpoint_write_minutes": 0}),
      "reliability.checkpoint_write_minutes must be > 0 when checkpoint_interval_minutes is optimal"),
     (lambda d: d.update(reliability={"mtbi_gpu_days": 2000, "restart_minutes": 10, "checkpoint_write_minutes": 1,
                                      "spare_racks": 2}), "reliability.spare_racks: a h100 job keeps spare servers"),

@@ -16,11 +16,15 @@ DALY_SOURCE = "Daly (2006), FGCS 22(3):303–312, higher-order optimum: τ_opt =
 
 
 def young_interval(write, mtbi):
-    return math.sqrt(2 * write * mtbi)
+    return math.sqrt(2) * math.sqrt(write) * math.sqrt(mtbi)  # not √(2δM): the product may overflow
 
 
 def daly_interval(write, mtbi):
-    if write >= 2 * mtbi:
+    if write / 2 >= mtbi:  # not write ≥ 2·mtbi: 2·mtbi may overflow
         return mtbi
-    ratio = write / (2 * mtbi)
-    return math.sqrt(2 * write * mtbi) * (1 + math.sqrt(ratio) / 3 + ratio / 9) - write
+    ratio = write / mtbi / 2
+    interval = young_interval(write, mtbi) * (1 + math.sqrt(ratio) / 3 + ratio / 9) - write
+    if not 0 < interval < math.inf:  # M at the float's edges: the same formula in units of M, 0 < τ/M < 1
+        q = write / mtbi
+        interval = mtbi * (math.sqrt(2 * q) * (1 + math.sqrt(q / 2) / 3 + q / 18) - q)
+    return max(interval, math.ulp(0.0))  # a subnormal M may round τ to 0: the least positive time instead

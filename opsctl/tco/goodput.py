@@ -30,10 +30,30 @@ DALY_SOURCE = "Daly (2006), A higher order estimate of the optimum checkpoint in
 
 
 def ettr(mtbi, restart, write, interval):
-    """Meta's expected ETTR; all times in the same unit. May fall below 0 where the model breaks down."""
-    return (1 - (restart + interval / 2) / mtbi) / (1 + write / interval)
+    """Meta's expected ETTR; all times in the same unit. May fall below 0 (to −inf for times beyond
+    the float range) where the model breaks down; never NaN for positive times."""
+    loss = restart / mtbi + interval / mtbi / 2  # each term on its own: their sum before dividing may overflow
+    value = (1 - loss) / (1 + write / interval)
+    return -math.inf if math.isnan(value) else value  # −inf / inf: a loss beyond any bound
 
 
 def daly_goodput(mtbi, restart, write, interval):
-    """Solve time over expected wall-clock time in Daly's model; all times in the same unit."""
-    return interval / (mtbi * math.exp(restart / mtbi) * math.expm1((interval + write) / mtbi))
+    """Solve time over expected wall-clock time in Daly's model; all times in the same unit.
+
+    Computed as the exponential of its logarithm: e^(R/M) and e^((τ+δ)/M) overflow a float once a
+    restart or an interval is some 700 MTBIs long (a job that cannot make progress), where the
+    goodput itself merely underflows to 0."""
+    x = interval / mtbi + write / mtbi
+    log_goodput = math.log(interval) - math.log(mtbi) - restart / mtbi - _log_expm1(x, interval, write, mtbi)
+    return math.exp(log_goodput)  # log_goodput ≤ 0 (e^x − 1 ≥ x): exp cannot overflow
+
+
+def _log_expm1(x, interval, write, mtbi):
+    """log(e^x − 1) for x = (τ+δ)/M without overflow (x large) or a log of an underflowed x (x tiny)."""
+    if x > 1:
+        return x + math.log1p(-math.exp(-x))
+    if x > 1e-5:
+        return math.log(math.expm1(x))
+    # log(e^x − 1) = log x + x/2 + x²/24 + O(x⁴); log x from its parts, as x itself may underflow to 0
+    log_x = math.log(interval) + math.log1p(write / interval) - math.log(mtbi)
+    return log_x + x / 2 + x * x / 24

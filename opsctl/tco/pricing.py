@@ -6,6 +6,9 @@ The result is CONTRACT.md's `opsctl tco run` document; `derivations` says, for e
 formula, the inputs it used and their sources.
 """
 
+import math
+import sys
+
 from opsctl.mttr import load_mttr_model
 from opsctl.tco import checkpointing, energy, goodput, spares
 from opsctl.tco.derivation import Figure
@@ -55,7 +58,7 @@ def price(scenario, mttr_model=None):
                                           scenario.tokens.source,
                                           {"tokens": tokens, "tokens_per_second_per_gpu": tps.value, "gpus": scenario.gpus,
                                            "goodput": share})
-    if share > 0:
+    if share > 0 and effective is not None:
         figures["effective_joules_per_token"] = Figure(
             joules.value / share, "J/token", "joules_per_token / goodput (the job's GPUs draw power through lost work, "
             "restarts and waits: an upper bound)", joules.source, {"joules_per_token": joules.value, "goodput": share})
@@ -65,13 +68,27 @@ def price(scenario, mttr_model=None):
         document[key] = figures[key].value if figures.get(key) else None
     document["warnings"] = warnings
     document["derivations"] = {key: figure.to_dict() for key, figure in figures.items() if figure is not None}
-    return document
+    return _finite(document)
+
+
+def _finite(node):
+    """The document with every infinite or NaN number as null: JSON has no infinity, and only times
+    at the edge of the float range (a repair of 1e308 hours) produce one."""
+    if isinstance(node, dict):
+        return {key: _finite(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_finite(value) for value in node]
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    return node
 
 
 def _reliability(scenario, mttr_model, per_million, figures, warnings):
     given = scenario.reliability
     place = spares.layout(scenario, mttr_model)
-    mtbi = given.mtbi_gpu_days.value * spares.MINUTES_PER_DAY / place.training_gpus  # the job's, in minutes
+    mtbi = given.mtbi_gpu_days.value * (spares.MINUTES_PER_DAY / place.training_gpus)  # the job's, in minutes
+    # kept inside the float range (MTBIs beyond it price as no interruptions, or as no progress)
+    mtbi = min(max(mtbi, sys.float_info.min), sys.float_info.max)
     failures = [spares.resolve(c, scenario, mttr_model) for c in given.failures]
     failures, all_busy = spares.cover(failures, place, 60.0 / mtbi)
     restart = given.restart_minutes.value
@@ -98,19 +115,20 @@ def _reliability(scenario, mttr_model, per_million, figures, warnings):
                              goodput.DALY_SOURCE, inputs)}
     chosen = models[given.goodput_model]
     share = max(chosen.value, 0.0)
-    if chosen.value <= 0:
-        warnings.append(f"{given.goodput_model} goodput is {chosen.value:.3f}: interruptions every {mtbi:.1f} min leave "
-                        f"no time to train; the effective cost is unbounded (the ETTR approximation breaks down "
-                        f"here; see the daly model)")
+    effective = per_million * place.charge_factor / share if share > 0 else math.inf
     figures["goodput"] = chosen
-    if share > 0:
+    if math.isfinite(effective):
         figures["effective_cost_per_million_tokens"] = Figure(
-            per_million * place.charge_factor / share, "$/M tokens",
-            "cost_per_million_tokens · spare_charge_factor / goodput",
+            effective, "$/M tokens", "cost_per_million_tokens · spare_charge_factor / goodput",
             f"{chosen.source}; spares: {place.spare_source}",
             {"cost_per_million_tokens": per_million, "spare_charge_factor": place.charge_factor, "goodput": share})
     else:
         figures["effective_cost_per_million_tokens"] = None
+        breakdown = (" (ETTR's first-order approximation breaks down here; goodput_model: daly may still price it)"
+                     if given.goodput_model == "ettr" else "")
+        warnings.append(f"{given.goodput_model} goodput is {chosen.value:.3g}: an interruption every {mtbi:.3g} min, "
+                        f"{downtime:.3g} min lost to each and a checkpoint every {interval:.3g} min leave no time to "
+                        f"train; the effective cost is unbounded{breakdown}")
     return {
         "goodput": share,
         "goodput_model": given.goodput_model,

@@ -179,6 +179,12 @@ def _reliability(block, sku, source):
     if block is None:
         return None
     interval = block.raw.get("checkpoint_interval_minutes", "optimal")
+    required = ["mtbi_gpu_days", "restart_minutes"] + (["checkpoint_write_minutes"] if interval == "optimal" else [])
+    missing = [key for key in required if block.raw.get(key) is None]
+    if missing:
+        raise InputError(f"{source}: reliability: {', '.join(missing)} missing (a reliability block needs "
+                         f"mtbi_gpu_days, restart_minutes and, with the optimal checkpoint interval (the default), "
+                         f"checkpoint_write_minutes; docs/tco.md)")
     if interval == "optimal":
         interval = Given("optimal", block.given_source("checkpoint_interval_minutes"))
     else:

@@ -100,7 +100,7 @@ def cover(failures, layout_, interruptions_per_hour):
     finds every spare unit busy with probability P(N ≥ spare units), and then waits the repair.
     """
     drains = [f for f in failures if f.blast_radius_gpus > layout_.spare_gpus_per_domain]
-    load = sum(f.share * interruptions_per_hour * f.repair_hours for f in drains)
+    load = sum(f.share * interruptions_per_hour * f.repair_hours for f in drains if f.share and f.repair_hours)
     all_busy = _poisson_at_least(load, layout_.spare_units)
     covered = []
     for f in failures:
@@ -109,7 +109,8 @@ def cover(failures, layout_, interruptions_per_hour):
         elif f.blast_radius_gpus <= layout_.spare_gpus_per_domain:
             covered.append(_with(f, "hot spares", 0.0))
         else:
-            covered.append(_with(f, "spare unit" if layout_.spare_units else "repair", all_busy * f.repair_hours * 60))
+            wait = all_busy * f.repair_hours * 60 if all_busy else 0.0  # not 0 · inf
+            covered.append(_with(f, "spare unit" if layout_.spare_units else "repair", wait))
     return covered, all_busy
 
 
@@ -119,4 +120,10 @@ def _with(failure, covered_by, wait):
 
 
 def _poisson_at_least(mean, k):
-    return 1.0 - sum(math.exp(-mean) * mean**j / math.factorial(j) for j in range(k))
+    """P(N ≥ k) for N ~ Poisson(mean); terms in log space, as mean**j overflows for a large mean."""
+    if k == 0 or math.isinf(mean):
+        return 1.0
+    if mean == 0:
+        return 0.0
+    below = sum(math.exp(-mean + j * math.log(mean) - math.lgamma(j + 1)) for j in range(k))
+    return min(max(1.0 - below, 0.0), 1.0)

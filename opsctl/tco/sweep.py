@@ -35,6 +35,10 @@ def parse_vary(text):
 def sweep(scenario, key, values, mttr_model=None):
     """One row per value: the key's value and the priced figures. A key that holds a whole number
     in the scenario (gpus, spare racks) is varied in whole numbers."""
+    if key.startswith("reliability.") and scenario.reliability is None:
+        raise InputError(f"{scenario.source}: --vary {key}: the scenario has no reliability block to vary; add one "
+                         f"(mtbi_gpu_days, restart_minutes, checkpoint_write_minutes: docs/tco.md) or sweep a preset "
+                         f"that has one, e.g. scenarios/llama4-16k-gb200-mtbi2000-spares-charged.yaml")
     whole = type(_value_at(scenario.raw, key)) is int
     rows = []
     for value in values:
