@@ -1,33 +1,50 @@
 """Writing a file so that a reader, or a crash, sees the old file or the new one — never half.
 
 Write to a temporary file in the same folder, flush it to disk, then rename it over the
-target (a rename within one file system is atomic on POSIX).
+target (a rename within one file system is atomic on POSIX). The temporary file is created
+as open() creates a file — mode 0666 less the umask — not 0600 as tempfile.mkstemp makes it:
+a run's reports are for the vendor and CI to read, and the rename keeps the mode.
 """
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 
-def write_bytes_atomic(path, data):
+def write_bytes_atomic(path, data, make_folders=True):
+    """Replace `path` with `data`; `make_folders=False` when a missing folder is the caller's
+    mistake (a typo in `-o`) rather than a folder of ours to make."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if make_folders:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = _create_temporary(path)
     try:
-        with os.fdopen(handle, "wb") as file:
+        with os.fdopen(descriptor, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     _sync_folder(path.parent)
 
 
-def write_json_atomic(path, document):
-    write_bytes_atomic(path, (json.dumps(document, indent=1, default=str) + "\n").encode())
+def write_json_atomic(path, document, make_folders=True):
+    write_bytes_atomic(path, (json.dumps(document, indent=1, default=str) + "\n").encode(), make_folders)
+
+
+def _create_temporary(path):
+    # O_EXCL with a random name, as mkstemp does, but with the mode open() would give: the
+    # kernel applies the umask, so no process-wide umask has to be read (and briefly changed).
+    for _ in range(100):
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary name for {path.name}")
 
 
 def _sync_folder(folder):

@@ -2,7 +2,6 @@
 from every tray at once (`python -m probes snapshot` through the fan-out)."""
 
 import json
-import os
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -15,6 +14,7 @@ from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_INCOMPLETE, EXIT_OK, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
 from opsctl.localize.snapshot import TRAY_UNREAD, assemble_snapshot
+from opsctl.runs.atomic_file import write_bytes_atomic
 
 DEFAULT_WINDOW_S = 60.0
 RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the window: start-up, two NVML readings, the way back
@@ -51,15 +51,13 @@ def take_rack_snapshot(rack, window_s, concurrency=32, connect_timeout_s=10.0, a
 
 
 def write_atomically(path, document):
-    """Write JSON so that a reader sees the old file or the whole new one, never half."""
+    """Write JSON so that a reader sees the old file or the whole new one, never half (and with
+    the mode open() would give it); a folder that is not there is the user's to make."""
     path = Path(path)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+        write_bytes_atomic(path, json.dumps(document).encode(), make_folders=False)
     except OSError as error:
         raise InputError(f"{path}: cannot write here: {error.strerror or error}") from None
-    with os.fdopen(handle, "w", encoding="utf-8") as f:
-        json.dump(document, f)
-    os.replace(temporary, path)
 
 
 def unanswered(snapshot):
