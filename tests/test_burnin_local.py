@@ -22,7 +22,7 @@ def test_hgx01_passes_and_its_run_folder_holds_everything(opsctl, tmp_path, monk
     assert all(g["verdict"] == "pass" and g["gemm_bf16_tflops"] > 700 for g in summary["gpus"])
     [run] = (tmp_path / "state" / "opsctl" / "runs").iterdir()  # the default place for runs
     assert run.name.startswith("hgx01-burnin-") and summary["run"] == str(run)
-    for name in ("run.json", "journal.jsonl", "trays/node.json", "sim-spec.json", "summary.json", "snapshot.json",
+    for name in ("run.json", "journal.jsonl", "trays/hgx01.json", "sim-spec.json", "summary.json", "snapshot.json",
                  "report.html", "junit.xml"):
         assert (run / name).is_file(), name
     assert summary["by"].count("@") == 1 and summary["criteria"]["name"] == "opsctl-default"

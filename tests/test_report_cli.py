@@ -51,7 +51,7 @@ def test_report_judges_what_ansible_fetched_as_burnin_judges_it(opsctl, tmp_path
     assert argv[:3] == ["run", "--duration", "1"] and "--json" in argv and argv[-4:] == ["--backend", "sim", "--tray", "node"]
     assert Path(entry["sim_spec"]).is_file() and entry["run_timeout_s"] == 121
     ran = [e for e in _journal(tmp_path / "burnin") if e["event"] == "tray_finished"][0]
-    shutil.copy(tmp_path / "burnin" / "trays" / "node.json", entry["result"])
+    shutil.copy(tmp_path / "burnin" / "trays" / "hgxb.json", entry["result"])  # an HGX tray goes by its name
     record(entry, rc=ran["exit_code"], stderr="", delta="0:00:03.500000")
 
     report = opsctl("report", tmp_path / "fleet", "--json")

@@ -18,6 +18,7 @@ from opsctl.burnin.parts import suspect_parts
 from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize.snapshot import TRAY_UNREAD
+from opsctl.runs.tray_names import tray_label
 
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
 # XIDs a GPU logs when one of its NVLink links fails (NVML_AND_XID.md: 74 NVLink error, 149
@@ -138,7 +139,7 @@ def _gather(rack, documents, outcomes):
         found.trays.append({"tray": tray_name, "id": tray_id, "switch": model.is_switch_tray(tray_name),
                             "host": outcome.host, "status": outcome.status, "exit_code": outcome.exit_code,
                             "reason": outcome.reason, "seconds": outcome.seconds,
-                            "file": f"trays/{tray_name}.json" if document else None})
+                            "file": f"trays/{tray_label(rack.name, tray_name)}.json" if document else None})
         if outcome.status != "complete":
             found.checks.append(Check(check="tray.reported", component=tray_id, verdict="incomplete",
                                       value=outcome.status, threshold="complete", op="!=", source=TRAY_SOURCE,

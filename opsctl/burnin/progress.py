@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.progress import Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.progress_bar import ProgressBar
 
+from opsctl.runs.tray_names import tray_label
+
 OUTCOME_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "incomplete": "magenta"}
 
 
@@ -57,7 +59,7 @@ class TrayProgress:
             )
             for tray in self.trays:
                 self._tasks[tray.name] = self._progress.add_task("", total=self.expected_s, start=False,
-                                                                 tray=tray.name, state="[dim]waiting[/dim]")
+                                                                 tray=self._label(tray.name), state="[dim]waiting[/dim]")
             self._progress.start()
         else:
             self.console.print(f"{self.rack.name}: {len(self.trays)} tray(s), about {self.expected_s:.0f} s each")
@@ -69,7 +71,7 @@ class TrayProgress:
             self._progress.start_task(task)
             self._progress.update(task, state=f"running on {tray.host}")
         else:
-            self.console.print(f"  {tray.name} started on {tray.host}")
+            self.console.print(f"  {self._label(tray.name)} started on {tray.host}")
 
     def finished(self, result):
         outcome = tray_outcome(result)
@@ -83,7 +85,10 @@ class TrayProgress:
             self._progress.update(task, completed=self.expected_s, state=text)
             self._progress.stop_task(task)
         else:
-            self.console.print(f"  {result.tray} {text}")
+            self.console.print(f"  {self._label(result.tray)} {text}")
+
+    def _label(self, tray):
+        return tray_label(self.rack.name, tray)  # hgx01, not the HGX tray's inner name "node"
 
     def note(self, text):
         """A line about the run as a whole, printed above the live bars (or in the log)."""

@@ -16,6 +16,7 @@ from opsctl.fanout.runner import probe_argv
 from opsctl.fleet.trays import tray_row
 from opsctl.runs.atomic_file import write_json_atomic
 from opsctl.runs.journal import utc_now
+from opsctl.runs.run_directory import make_run_folder
 
 FLEET_FORMAT = "opsctl-fleet-run/1"
 FLEET_FILE = "fleet.json"
@@ -24,7 +25,8 @@ SPEC_FILE = "sim-spec.json"
 
 
 def record_file(run, tray_name):
-    return run.path / RECORDS_FOLDER / f"{tray_name}.json"
+    """ansible/ct03.json, ansible/hgx01.json: named as the tray's result in trays/ is."""
+    return run.path / RECORDS_FOLDER / run.tray_file(tray_name).name
 
 
 def plan_run(inventory, racks, run_dir, kind, criteria_file=None, duration_s=None, run_timeout_s=None):
@@ -34,11 +36,16 @@ def plan_run(inventory, racks, run_dir, kind, criteria_file=None, duration_s=Non
         raise InputError(f"{run_dir} already holds a fleet run; give each run its own folder")
     plan = make_plan(kind, criteria_file=criteria_file, duration_s=duration_s, run_timeout_s=run_timeout_s)
     criteria = plan.criteria
-    write_json_atomic(run_dir / FLEET_FILE, {
+    make_run_folder(run_dir)  # as `burnin --out` does: a folder that cannot be made is an input error
+    record = {
         "format": FLEET_FORMAT, "kind": kind, "inventory": str(Path(inventory.source).resolve()),
         "racks": [rack.name for rack in racks], "created": utc_now(), "by": operator(),
         "duration_s": plan.duration_s, "run_timeout_s": plan.run_timeout_s, "criteria": criteria.record(),
-    })
+    }
+    try:
+        write_json_atomic(run_dir / FLEET_FILE, record)
+    except OSError as error:  # a folder that is there but not ours to write (read-only, /proc)
+        raise InputError(f"{run_dir}: cannot write the run folder: {error.strerror or error}") from None
     trays = {}
     for rack in racks:
         run = start_run(rack, plan, run_dir / rack.name)

@@ -8,6 +8,7 @@ so hovering it in a browser names the part and its reading.
 from html import escape
 
 from opsctl.rack_models import model_named
+from opsctl.runs.tray_names import tray_label
 
 # One colour per verdict, the same in every picture and table of the report.
 VERDICT_COLOURS = {
@@ -89,8 +90,8 @@ def rack_view(summary):
         outline = VERDICT_COLOURS["incomplete"] if status != "complete" else "#adb5bd"
         dash = 'stroke-dasharray="4 3"' if status != "complete" else ""
         body.append(f'<rect x="2" y="{y}" width="{width - 4}" height="{row_h - 2}" rx="3" fill="{background}" '
-                    f'stroke="{outline}" stroke-width="1.5" {dash}><title>{escape(f"{rack}/{name}: {status}")}</title></rect>')
-        body.append(_text(10, y + 15, name, 12, extra='font-weight="bold"'))
+                    f'stroke="{outline}" stroke-width="1.5" {dash}><title>{escape(f"{model.tray_id(rack, name)}: {status}")}</title></rect>')
+        body.append(_text(10, y + 15, tray_label(rack, name), 12, extra='font-weight="bold"'))
         for k, (label, verdict, title) in enumerate(cells):
             x = left + k * (box_w + 4)
             body.append(_rect(x, y + 3, box_w, row_h - 8, VERDICT_COLOURS[verdict], title, 'rx="2"'))

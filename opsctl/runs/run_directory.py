@@ -3,6 +3,7 @@
     run.json            what was run: rack, inventory, options, criteria, who and when
     journal.jsonl       what happened, one line per event (see journal.py)
     trays/ct03.json     each tray's raw probe JSON, written atomically the moment it arrives
+                        (named as operators call the tray: trays/hgx01.json for an HGX server)
     sim-spec.json       the simulator spec the trays were given (simulated racks, local trays)
     summary.json        the rack's judged result, then the reports beside it
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic, write_json_atomic
 from opsctl.runs.journal import Journal
+from opsctl.runs.tray_names import tray_label
 
 RUN_FORMAT = "opsctl-run/1"
 RUN_FILE = "run.json"
@@ -30,10 +32,20 @@ def default_runs_root():
     return Path(state) / "opsctl" / "runs"
 
 
+def make_run_folder(folder, shown=None):
+    """Make a folder of a run (and its parents); one that cannot be made — a parent that is a
+    file, /proc, no permission — is the user's input error, named by `shown` (the run's path)."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"{shown or folder}: cannot create the run folder: {error.strerror or error}") from None
+
+
 class RunDirectory:
     def __init__(self, path):
         self.path = Path(path)
         self.journal = Journal(self.path / "journal.jsonl")
+        self._rack = None  # read from run.json when first needed
 
     # --- making and finding runs ---------------------------------------------------------------
     @classmethod
@@ -52,10 +64,7 @@ class RunDirectory:
             while path.exists():
                 suffix += 1
                 path = default_runs_root() / f"{rack}-{kind}-{stamp}-{suffix}"
-        try:
-            (path / "trays").mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise InputError(f"{path}: cannot create the run folder: {error.strerror}") from None
+        make_run_folder(path / "trays", path)
         run = cls(path)
         write_json_atomic(path / RUN_FILE, {"format": RUN_FORMAT, "kind": kind, "rack": rack, **meta})
         return run
@@ -87,7 +96,17 @@ class RunDirectory:
 
     # --- tray results ----------------------------------------------------------------------------
     def tray_file(self, tray):
-        return self.path / "trays" / f"{tray}.json"
+        """trays/ct03.json; for an HGX server trays/hgx01.json (tray_names.py), or the
+        trays/node.json of a run made before the file was named so."""
+        path = self.path / "trays" / f"{tray_label(self.rack, tray)}.json"
+        legacy = self.path / "trays" / f"{tray}.json"
+        return legacy if path != legacy and not path.exists() and legacy.exists() else path
+
+    @property
+    def rack(self):
+        if self._rack is None:
+            self._rack = self.meta.get("rack")
+        return self._rack
 
     def save_tray_result(self, result):
         """Keep what the probe printed (atomically), then journal the outcome: a run killed
