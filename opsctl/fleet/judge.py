@@ -82,7 +82,8 @@ def rack_line(summary, run_path):
         "trays_reported": sum(1 for t in trays if t["status"] == "complete"), "trays": len(trays),
         "not_reported": [{"tray": t["id"], "host": t["host"], "status": t["status"], "reason": t["reason"]}
                          for t in trays if t["status"] != "complete"],
-        "failing": summary["failing"],
+        # failing components; a tray that did not report is in not_reported, not failing
+        "failing": {kind: ids for kind, ids in summary["failing"].items() if kind != "trays"},
         "parts_to_repair": [{k: s.get(k) for k in ("component", "kind", "action", "mttr_hours", "gpus_idled")}
                             for s in primary_suspects(summary)],
         "checks": shown_checks(summary),

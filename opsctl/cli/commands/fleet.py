@@ -2,6 +2,8 @@
 — which rack and tray each inventory host is, and the probe command each tray of a fleet run
 runs — so that the playbooks never re-derive what opsctl's inventory and burn-in already know."""
 
+import shlex
+
 import click
 from rich.table import Table
 
@@ -67,6 +69,15 @@ def plan(ctx, run_dir, racks, kind, duration, run_timeout, criteria_file, as_jso
         print_json(planned)
         return
     out = console()
+    shown = Table(title="each tray's probe command (the tray's venv python; --json for the argv)", title_justify="left")
+    for column in ("host", "tray", "command"):
+        shown.add_column(column, no_wrap=column != "command", overflow="fold")
+    for host, row in planned["trays"].items():
+        shown.add_row(host, row["id"], "python -m probes " + shlex.join(row["argv"])
+                      + (" --sim-spec SPEC" if row["sim_spec"] else ""))
+    out.print(shown)
+    if any(row["sim_spec"] for row in planned["trays"].values()):
+        out.print("SPEC: the rack's simulator spec (RACK/sim-spec.json), copied to the tray by the playbook")
     out.print(f"planned {kind} of {len(planned['racks'])} rack(s), {len(planned['trays'])} trays, "
               f"{planned['duration_s']:g} s of load each, in {planned['run_dir']}")
     out.print(f"judge what Ansible fetches with: opsctl report {planned['run_dir']}")

@@ -46,7 +46,9 @@ def print_fleet(out, fleet):
     for column in ("rack", "model", "verdict", "trays reported", "failing", "report"):
         table.add_column(column)
     for rack in fleet["racks"]:
-        failing = sum(len(ids) for ids in rack["failing"].values())
+        # Failing components only: a tray that did not report is unjudged, not failing — it
+        # shows in "trays reported" and makes the rack INCOMPLETE.
+        failing = sum(len(ids) for kind, ids in rack["failing"].items() if kind != "trays")
         table.add_row(rack["rack"], rack["model"], f"[{STYLE[rack['verdict']]}]{rack['verdict']}[/]",
                       f"{rack['trays_reported']}/{rack['trays']}", str(failing) if failing else "-", rack["files"]["report"])
     out.print(table)
@@ -54,17 +56,39 @@ def print_fleet(out, fleet):
         if rack["verdict"] == "PASS":
             continue
         out.print(f"[{STYLE[rack['verdict']]}]{rack['rack']}: {rack['verdict']}[/]")
+        for line in unreported_lines(rack):
+            out.print(f"  {line}", soft_wrap=True)
         for part in rack["parts_to_repair"]:
             out.print(f"  repair {part['component']}: {part['action']} (about {part['mttr_hours']:g} h, "
                       f"{part['gpus_idled']} GPUs idled)")
-        for check in rack["checks"][:CHECKS_SHOWN_PER_RACK]:
+        checks = [c for c in rack["checks"] if c["check"] != "tray.reported"]  # said above, tray by tray no more
+        for check in checks[:CHECKS_SHOWN_PER_RACK]:
             threshold = fails_when(check)
             judged = f"{reading(check)}, fails {threshold}" if threshold else reading(check)
             out.print(f"  {check['verdict']} {check['component']} {check['check']}: {judged} — {check['reason']}"
                       + (f" [{check['source']}]" if check["source"] else ""))
-        hidden = len(rack["checks"]) - CHECKS_SHOWN_PER_RACK
+        hidden = len(checks) - CHECKS_SHOWN_PER_RACK
         if hidden > 0:
             out.print(f"  … and {hidden} more in {rack['files']['report']}")
     counts = ", ".join(f"{n} {verdict}" for verdict, n in fleet["counts"].items())
     out.print(f"[{STYLE[fleet['verdict']]}]fleet: {fleet['verdict']}[/] (exit {fleet['exit_code']}) — {counts}; "
               f"{fleet['run_dir']}/{SUMMARY_FILE}")
+
+
+def unreported_lines(rack, trays_named=4):
+    """'27 of 27 trays did not report: REASON' — one line per distinct reason, naming the trays
+    when not all of them share it."""
+    missing = rack["not_reported"]
+    if not missing:
+        return []
+    by_reason = {}
+    for tray in missing:
+        by_reason.setdefault(tray["reason"] or tray["status"], []).append(tray["tray"])
+    count = f"{len(missing)} of {rack['trays']} tray{'s' if rack['trays'] != 1 else ''}"
+    if len(by_reason) == 1:
+        return [f"{count} did not report: {next(iter(by_reason))}"]
+    lines = [f"{count} did not report:"]
+    for reason, trays in by_reason.items():
+        named = ", ".join(trays[:trays_named]) + (f" and {len(trays) - trays_named} more" if len(trays) > trays_named else "")
+        lines.append(f"  {named}: {reason}")
+    return lines
