@@ -33,11 +33,22 @@ def test_no_ledger_records_nothing_and_a_broken_ledger_keeps_the_verdict(opsctl,
     quiet = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "a", "--db", url, "--no-ledger")
     assert quiet.code == 0 and "ledger" not in quiet.err
     assert not (tmp_path / "ledger.sqlite").exists()
-    broken = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "b", "--db", "mysql://nowhere/x")
+    (tmp_path / "a-file").write_text("not a folder")
+    unwritable = f"sqlite:///{tmp_path / 'a-file' / 'ledger.sqlite'}"  # a well-formed URL, unwritable at the end
+    broken = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "b", "--db", unwritable)
     assert broken.code == 0  # the burn-in passed; the ledger's trouble does not change that
     warning = [line for line in broken.err.splitlines() if "warning" in line]
-    assert len(warning) == 1 and "not recorded in the ledger" in warning[0]
+    assert len(warning) == 1 and "not recorded in the ledger" in warning[0] and "Not a directory" in warning[0]
     assert f"opsctl ledger record-burnin {tmp_path / 'b'}" in warning[0]
+
+
+def test_a_ledger_url_of_an_unsupported_scheme_is_a_bad_flag_before_any_work(opsctl, tmp_path):
+    from tests.conftest import assert_one_line_error
+
+    result = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "run", "--db", "mysql://nowhere/x")
+    assert_one_line_error(result, 2, "--db", "unsupported scheme 'mysql'")
+    assert not (tmp_path / "run").exists()  # refused before the burn-in started
+    assert_one_line_error(opsctl("ledger", "stats", "--db", "sqlite:///"), 2, "names no file")
 
 
 def test_a_triage_is_recorded_with_its_first_suspect_as_an_incident(opsctl, tmp_path):

@@ -10,11 +10,27 @@ import click
 from opsctl.cli.context import inventory_from
 from opsctl.errors import OpsctlError, InputError
 from opsctl.ledger import DB_ENV, open_ledger
+from opsctl.ledger.database import check_url
 from opsctl.ledger.parts import Parts
 from opsctl.ledger.timestamps import parse_time
 
+class LedgerUrl(click.ParamType):
+    """A ledger URL whose form can work (sqlite:///FILE, a path, postgresql://…), checked when the
+    flag is read: a mistyped scheme is a bad flag (exit 2) before a burn-in starts, not a warning
+    after it. Whether the ledger can be opened or written is found out when it is used."""
+
+    name = "URL"
+
+    def convert(self, value, param, ctx):
+        try:
+            check_url(value)
+        except InputError as error:
+            self.fail(str(error), param, ctx)
+        return value
+
+
 db_option = click.option(
-    "--db", envvar=DB_ENV, metavar="URL",
+    "--db", envvar=DB_ENV, type=LedgerUrl(), metavar="URL",
     help="Ledger database: sqlite:///FILE or postgresql://… (default: $OPSCTL_DB, else "
          "$XDG_STATE_HOME/opsctl/ledger.sqlite).")
 

@@ -7,11 +7,12 @@ turns them into what the driver wants. Writers are serialized — SQLite by BEGI
 recorded at once both land, and a transaction that fails half-way leaves nothing behind.
 """
 
+import errno
 import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from opsctl.errors import IncompleteError, InputError
 
@@ -71,18 +72,56 @@ class Transaction:
 class SqliteDatabase:
     dialect = "sqlite"
 
-    def __init__(self, url, path):
+    def __init__(self, url, path, *, read_only=False, make_folders=False):
+        """`read_only`: the file must exist (a read never creates a ledger). `make_folders`: create
+        missing parent folders — only for the default ledger in the state dir; an explicit --db in
+        a folder that does not exist is more likely a typo than a wish for a new folder."""
         self.url = url
         self.path = Path(path).expanduser()
+        created = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if read_only:
+                if not self.path.exists():
+                    raise InputError(f"no ledger at {self.path}; record something first or check --db")
+                if self.path.is_dir():
+                    raise InputError(f"cannot open the ledger {self.path}: it is a folder, not a file (check --db)")
+                os.close(os.open(self.path, os.O_RDWR))  # the OS says why not (permission denied, …)
+            else:
+                if make_folders:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                elif not self.path.parent.exists():
+                    raise InputError(f"cannot create the ledger {self.path}: no folder {self.path.parent} "
+                                     "(create it first, or check --db)")
+                created = not self.path.exists()
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+            # mode=rw: sqlite must not create the file itself (a read-only open of a missing ledger).
+            uri = f"file:{quote(str(self.path.resolve()))}?mode=rw"
             # isolation_level=None: we say BEGIN ourselves, so writes can BEGIN IMMEDIATE.
-            self._connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            self._connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             self._connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if read_only and not self.has_ledger():  # before WAL: a read leaves a stranger's file as it was
+                self._connection.close()
+                raise InputError(f"no ledger at {self.path} (the file holds no opsctl ledger); "
+                                 "record something first or check --db")
             self._connection.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
             self._connection.execute("PRAGMA foreign_keys = ON")  # as PostgreSQL always does
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            if exc.errno == errno.ENOENT and self.path.parent.is_dir():
+                why = f"{self.path.parent} takes no new files ({why})"  # /proc, /sys
+            raise InputError(f"cannot {'open' if read_only else 'create'} the ledger {self.path}: {why}") from None
+        except sqlite3.Error as exc:
+            if created and self.path.is_file() and self.path.stat().st_size == 0:
+                self.path.unlink()  # nothing of ours is left behind
             raise InputError(f"cannot open the ledger {self.path}: {exc}") from None
+
+    def has_ledger(self):
+        with self.transaction() as tx:
+            return tx.row("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") is not None
+
+    @property
+    def where(self):
+        return str(self.path)
 
     @contextmanager
     def transaction(self, write=False):
@@ -118,6 +157,14 @@ class PostgresDatabase:
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise IncompleteError(f"cannot reach the ledger database {redacted(url)}: {reason}") from None
 
+    def has_ledger(self):
+        with self.transaction() as tx:
+            return tx.row("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")["present"]
+
+    @property
+    def where(self):
+        return redacted(self.url)
+
     @contextmanager
     def transaction(self, write=False):
         with self._connection.transaction():
@@ -130,17 +177,48 @@ class PostgresDatabase:
         self._connection.close()
 
 
-def connect(url=None):
-    """The database a ledger URL names: sqlite:///path (or a plain path) or postgresql://…"""
-    url = ledger_url(url)
+def sqlite_path(url):
+    """The file a sqlite: URL names. sqlite:///var/x.sqlite and sqlite:////var/x.sqlite (SQLAlchemy's
+    spelling of an absolute path) both name /var/x.sqlite; sqlite:///~/x.sqlite is in the home folder."""
+    path = url[len("sqlite:"):]
+    if path.startswith("//"):
+        path = path[2:]  # the empty host of sqlite://
+    if path.startswith("/~"):
+        path = path[1:]
+    elif path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    return path
+
+
+def check_url(url):
+    """Refuse a ledger URL that can never work (a scheme we do not speak, no file), before any work."""
     scheme = url.split(":", 1)[0].lower() if "://" in url else ""
     if scheme in ("postgresql", "postgres"):
-        return PostgresDatabase(url)
+        return scheme
     if scheme == "sqlite":
-        path = url[len("sqlite://"):]
-        if not path or path == "/":
+        path = sqlite_path(url)
+        if not path.strip("/"):
             raise InputError(f"ledger URL {url!r} names no file (sqlite:///path/to/ledger.sqlite)")
-        return SqliteDatabase(url, path)
+        return scheme
     if scheme:
         raise InputError(f"ledger URL {redacted(url)!r}: unsupported scheme {scheme!r} (sqlite:///FILE or postgresql://…)")
-    return SqliteDatabase(f"sqlite:///{Path(url).resolve()}", url)
+    if not url.strip():
+        raise InputError("empty ledger URL (sqlite:///FILE, a path, or postgresql://…)")
+    return scheme
+
+
+def connect(url=None, *, read_only=False):
+    """The database a ledger URL names: sqlite:///path (or a plain path) or postgresql://…
+
+    `read_only`: for a command that only reads; a SQLite file that is not there is an input error,
+    never a new empty ledger. Writers create the file; only the default ledger gets its folders made.
+    """
+    explicit = bool(url or os.environ.get(DB_ENV))
+    url = ledger_url(url)
+    scheme = check_url(url)
+    if scheme in ("postgresql", "postgres"):
+        return PostgresDatabase(url)
+    path = sqlite_path(url) if scheme == "sqlite" else url
+    if not scheme:
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    return SqliteDatabase(url, path, read_only=read_only, make_folders=not explicit)

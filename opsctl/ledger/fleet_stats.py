@@ -156,9 +156,12 @@ def _burnin(runs, confidence):
         first.setdefault(run["rack"], run)
     failed = sum(run["verdict"] == "fail" for run in first.values())
     low, high = binomial_interval(failed, len(first), confidence)
-    parts = {}
+    parts, explained = {}, 0
     for run in judged:
         for part in run["failing_parts"]:
+            if part.get("explained_by"):  # a symptom of a part counted already (a link through a bad connector)
+                explained += 1
+                continue
             parts[part["kind"]] = parts.get(part["kind"], 0) + 1
     return {
         "racks": len(first),
@@ -171,6 +174,9 @@ def _burnin(runs, confidence):
         "runs_failed": sum(r["verdict"] == "fail" for r in judged),
         "runs_incomplete": len(runs) - len(judged),
         "failing_parts_by_kind": dict(sorted(parts.items())),
+        "failing_parts_explained": explained,
+        "failing_parts_method": "each fault once: a failing link or GPU that a localized suspect of the same run "
+                                "explains (in its links) is counted as that suspect, not again",
     }
 
 
@@ -252,7 +258,7 @@ def reliability_inputs(ledger=None, *, since=None, until=None, racks=(), confide
     from opsctl.ledger.store import open_ledger
 
     owned = ledger is None
-    ledger = ledger or open_ledger()
+    ledger = ledger or open_ledger(read_only=True)
     try:
         stats = fleet_statistics(ledger, since=since, until=until, racks=racks, confidence=confidence)
     finally:

@@ -67,9 +67,84 @@ def _rack_documents(document, what):
     if not isinstance(document, dict):
         raise InputError(f"{what}: expected a JSON object")
     if isinstance(document.get("racks"), list):
+        if not document["racks"] or not all(isinstance(rack, dict) for rack in document["racks"]):
+            raise InputError(f"{what}: \"racks\" must be a non-empty list of objects, one per rack")
         shared = {k: v for k, v in document.items() if k != "racks"}
-        return [{**shared, **rack} for rack in document["racks"] if isinstance(rack, dict)]
+        return [{**shared, **rack} for rack in document["racks"]]
     return [document]
+
+
+# --- which document is this ----------------------------------------------------------------
+# The documents opsctl writes say what they are in "format"; CONTRACT's triage and localize
+# output has none, and is known by its fields. Recording a document of the wrong kind would be a
+# silent wrong record (a snapshot taken for a healthy triage, a triage for a failed burn-in).
+BURNIN_FORMATS = ("opsctl-burnin/1", "opsctl-fleet/1")  # a rack's summary.json; a fleet run's summary
+KNOWN_FORMATS = {
+    "opsctl-burnin/1": "a burn-in or acceptance summary",
+    "opsctl-fleet/1": "a fleet run's summary",
+    "opsctl-snapshot/1": "a link-health snapshot",
+    "opsctl-probe/1": "a probe's output (one tray's result)",
+    "opsctl-run/1": "a run's metadata (run.json; the run has no summary.json yet)",
+    "opsctl-fleet-run/1": "a fleet run's plan",
+    "opsctl-ledger/1": "a ledger export (opsctl ledger import reads it)",
+    "opsctl-sim-rack/1": "a simulated rack's spec",
+}
+EXPECT_BURNIN = "expected a burn-in or acceptance summary (the --json of opsctl burnin or accept, or its run folder)"
+EXPECT_TRIAGE = "expected a triage result (the --json of opsctl triage or opsctl localize)"
+
+
+def _looks_like_triage(document):
+    return "suspects" in document and "verdict" not in document and "failing_parts" not in document
+
+
+def _looks_like_snapshot(document):
+    return "links" in document and "gpus" in document and "suspects" not in document and "verdict" not in document
+
+
+def describe(document):
+    """What a document is, in words, for the message that refuses it."""
+    if not isinstance(document, dict):
+        return f"a JSON {type(document).__name__}, not an object"
+    fmt = document.get("format")
+    if fmt is not None:
+        if fmt == "opsctl-burnin/1" and document.get("kind") in RUN_KINDS:
+            return f"{'an acceptance' if document['kind'] == 'accept' else 'a burn-in'} summary ({fmt})"
+        return f"{KNOWN_FORMATS.get(fmt, 'a document')} (format {fmt!r})"
+    racks = document.get("racks")
+    parts = [r for r in racks if isinstance(r, dict)] if isinstance(racks, list) else [document]
+    if parts and all(_looks_like_triage(p) for p in parts):
+        return "a triage result (opsctl triage/localize --json)"
+    if parts and all(_looks_like_snapshot(p) for p in parts):
+        return "a link-health snapshot"
+    return "a document"
+
+
+def check_burnin_document(document, what):
+    """Refuse (InputError) a document that is not a burn-in or acceptance summary."""
+    fmt = document.get("format") if isinstance(document, dict) else None
+    if fmt in BURNIN_FORMATS:
+        return
+    hint = "; record it with opsctl ledger record-triage" if describe(document).startswith("a triage") else ""
+    if fmt is not None:
+        raise InputError(f"{what}: {describe(document)}, not a burn-in summary; {EXPECT_BURNIN}{hint}")
+    for part in _rack_documents(document, what):
+        if _looks_like_triage(part) or _looks_like_snapshot(part):
+            raise InputError(f"{what}: {describe(document)}, not a burn-in summary; {EXPECT_BURNIN}{hint}")
+
+
+def check_triage_document(document, what):
+    """Refuse (InputError) a document that is not a triage or localize result."""
+    fmt = document.get("format") if isinstance(document, dict) else None
+    if fmt is not None:
+        hint = "; record it with opsctl ledger record-burnin" if fmt in BURNIN_FORMATS else ""
+        raise InputError(f"{what}: {describe(document)}, not a triage result; {EXPECT_TRIAGE}{hint}")
+    for part in _rack_documents(document, what):
+        if not _looks_like_triage(part) and not (isinstance(part.get("healthy"), bool) and "verdict" not in part
+                                                 and not _looks_like_snapshot(part)):
+            what_it_is = describe(document)
+            hint = "; record it with opsctl ledger record-burnin" if "verdict" in part else ""
+            got = what_it_is if what_it_is != "a document" else "a document with no \"suspects\" or \"healthy\""
+            raise InputError(f"{what}: {got}, not a triage result; {EXPECT_TRIAGE}{hint}")
 
 
 def _rack_name(document, what):
@@ -88,7 +163,7 @@ def _verdict(document, what):
             return _VERDICT_WORDS[word.lower()]
     if isinstance(document.get("healthy"), bool):
         return "pass" if document["healthy"] else "fail"
-    raise InputError(f"{what}: no verdict (a \"verdict\" of pass, fail or incomplete)")
+    raise InputError(f"{what}: no verdict (a \"verdict\" of pass, fail or incomplete); {EXPECT_BURNIN}")
 
 
 def _failing_components(node, rack, tray=None):
@@ -117,12 +192,39 @@ def _failing_components(node, rack, tray=None):
             yield from _failing_components(value, rack, tray)
 
 
+def _suspects(document):
+    """The parts the localizer named, less those it offers only as an alternative to another
+    (a connector that would explain the same one link as the link itself): as burn-in's own
+    failing_parts counts them."""
+    suspects = document.get("suspects")
+    if not isinstance(suspects, list):
+        return []
+    return [s for s in suspects if isinstance(s, dict) and isinstance(s.get("component"), str)
+            and not s.get("alternative_to")]
+
+
 def _failing_parts(document, rack):
     named = document.get("failing_parts") or []
     ids = [p if isinstance(p, str) else (p.get("part") or p.get("component") or p.get("id"))
            for p in named if isinstance(p, (str, dict))]
-    ids += list(_failing_components({k: v for k, v in document.items() if k != "failing_parts"}, rack))
+    ids += list(_failing_components({k: v for k, v in document.items() if k not in ("failing_parts", "suspects")}, rack))
     return list(dict.fromkeys(i for i in ids if isinstance(i, str)))  # once each, in order
+
+
+def _explained(document):
+    """{failing id: the localized suspect that explains it}. A burn-in summary lists the parts the
+    localizer named (suspects) and every failing GPU and link, so one bad connector appears as
+    itself and as each link through it: the links it explains are attributed to it, so that
+    each fault is counted once. A suspect itself is never explained by another."""
+    suspects = _suspects(document)
+    explained = {}
+    for suspect in suspects:
+        for link in suspect.get("links") or []:
+            if isinstance(link, str) and link != suspect["component"]:
+                explained.setdefault(link, suspect["component"])
+    for suspect in suspects:
+        explained.pop(suspect["component"], None)
+    return explained
 
 
 def record_burnin(summary, ledger=None, *, kind=None, at=None, source=None, inventory=None, parts=None):
@@ -131,6 +233,7 @@ def record_burnin(summary, ledger=None, *, kind=None, at=None, source=None, inve
     A passing acceptance puts a rack into service (its handover), unless it already was.
     """
     what = source or "burn-in summary"
+    check_burnin_document(summary, what)
     recorded = []
     with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
         for document, rack, facts in session.each_rack(tx, summary, what):
@@ -139,8 +242,18 @@ def record_burnin(summary, ledger=None, *, kind=None, at=None, source=None, inve
                 raise InputError(f"{what}: run kind {run_kind!r} is not one of {', '.join(RUN_KINDS)}")
             verdict = _verdict(document, what)
             finished = _time_of(document, at)
-            failing = [{"part": p.id, "kind": p.kind}
-                       for p in (session.parts.part(i, facts) for i in _failing_parts(document, rack))]
+            ids = _failing_parts(document, rack)
+            if verdict != "pass":  # the localized parts count even where failing_parts leaves them out
+                ids = list(dict.fromkeys([*(s["component"] for s in _suspects(document)), *ids]))
+            explained = _explained(document)
+            resolved = [(i, session.parts.part(i, facts)) for i in ids]
+            failing = []
+            for raw, part in resolved:
+                entry = {"part": part.id, "kind": part.kind}
+                by = explained.get(raw) or explained.get(part.id)
+                if by is not None and by in ids:  # its explainer is counted in this run
+                    entry["explained_by"] = next(p.id for i, p in resolved if i == by)
+                failing.append(entry)
             record = {"key": content_key("run", run_kind, finished, document), "rack": rack, "kind": run_kind,
                       "finished_at": finished, "verdict": verdict, "failing_parts": failing,
                       "source": str(source) if source else None, "recorded_at": stored(utc_now())}
@@ -169,6 +282,7 @@ def record_triage(result, ledger=None, *, at=None, source=None, inventory=None, 
     """Record a triage (or localize) result: one triage per rack, and an incident for each rack
     that has a suspect (the first suspect: localize orders them most likely first)."""
     what = source or "triage result"
+    check_triage_document(result, what)
     recorded = []
     with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
         for document, rack, facts in session.each_rack(tx, result, what):

@@ -8,6 +8,7 @@ import hashlib
 import json
 import uuid
 
+from opsctl.errors import InputError
 from opsctl.ledger.database import connect, redacted
 from opsctl.ledger.migrations import migrate
 from opsctl.ledger.timestamps import stored, utc_now
@@ -51,9 +52,16 @@ def from_row(row):
 class Ledger:
     """One ledger database, migrated to the latest schema when opened."""
 
-    def __init__(self, database):
+    def __init__(self, database, *, read_only=False):
         self.database = database
-        migrate(database, stored(utc_now()))
+        try:
+            if read_only and not database.has_ledger():
+                raise InputError(f"no ledger at {database.where} (it holds no opsctl ledger); "
+                                 "record something first or check --db")
+            migrate(database, stored(utc_now()))
+        except BaseException:
+            database.close()
+            raise
 
     @property
     def url(self):
@@ -111,6 +119,10 @@ class Ledger:
             return {table: self.select(tx, table) for table in TABLES}
 
 
-def open_ledger(url=None):
-    """The ledger at `url` (--db), else $OPSCTL_DB, else the SQLite file in the state dir."""
-    return Ledger(connect(url))
+def open_ledger(url=None, *, read_only=False):
+    """The ledger at `url` (--db), else $OPSCTL_DB, else the SQLite file in the state dir.
+
+    read_only=True for whatever only reads (stats, export, tco --from-ledger, repair list): a
+    ledger that is not there is an input error ("no ledger at …"), never created empty. (An
+    existing ledger of an older schema is still migrated: that is the same ledger, upgraded.)"""
+    return Ledger(connect(url, read_only=read_only), read_only=read_only)

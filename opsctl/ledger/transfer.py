@@ -12,7 +12,10 @@ without one gets a key from its content, so importing the same file twice adds n
 """
 
 import csv
+import errno
+import io
 import json
+import os
 from pathlib import Path
 
 import yaml
@@ -59,19 +62,43 @@ def json_text(document):
 
 
 def write_csv(document, directory):
-    """One CSV per table under `directory`; returns the files written."""
+    """One CSV per table under `directory`; returns the files written. Each file is written whole
+    (a temporary file renamed into place), so a failed export leaves no half-written table."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write the export to {directory}: {_why(exc)}") from None
     written = []
     for table, columns in TABLES.items():
-        path = directory / f"{table}.csv"
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns)
-            writer.writeheader()
-            for record in document[table]:
-                writer.writerow({c: _csv_cell(c, record.get(c)) for c in columns})
-        written.append(path)
+        buffer = io.StringIO(newline="")
+        writer = csv.DictWriter(buffer, fieldnames=columns)
+        writer.writeheader()
+        for record in document[table]:
+            writer.writerow({c: _csv_cell(c, record.get(c)) for c in columns})
+        written.append(write_text(directory / f"{table}.csv", buffer.getvalue()))
     return written
+
+
+def write_text(path, text):
+    """Write a file whole (a temporary file beside it, renamed into place); an unwritable path is
+    an input error naming it and why."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        with open(temporary, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True) if temporary.parent.is_dir() else None
+        raise InputError(f"cannot write {path}: {_why(exc)}") from None
+    return path
+
+
+def _why(exc):
+    return exc.strerror or str(exc)
 
 
 def _csv_cell(column, value):
@@ -114,6 +141,10 @@ def _json_records(path):
     unknown = set(document) - set(TABLES) - {"format", "exported_at", "ledger"}
     if unknown:
         raise InputError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (tables: {', '.join(TABLES)})")
+    if not set(document) & set(TABLES):
+        # {} (or only a header) is not an export of an empty ledger: that one lists its tables.
+        raise InputError(f"{path}: no tables (expected a ledger export: {{\"format\": \"{FORMAT}\", "
+                         f"{', '.join(f'{chr(34)}{t}{chr(34)}: [...]' for t in TABLES)}}})")
     for table in TABLES:
         records = document.get(table, [])
         if not isinstance(records, list):
@@ -146,9 +177,12 @@ def read_files(paths, table=None):
     """(table, raw record, where) for every record of the files, in file order."""
     for path in paths:
         if Path(path).is_dir():
-            for name in TABLES:
-                if (Path(path) / f"{name}.csv").exists():
-                    yield from _csv_records(Path(path) / f"{name}.csv", name)
+            found = [Path(path) / f"{name}.csv" for name in TABLES if (Path(path) / f"{name}.csv").exists()]
+            if not found:
+                raise InputError(f"{path}: a folder with no ledger CSVs (expected one or more of "
+                                 f"{', '.join(f'{t}.csv' for t in TABLES)}, as ledger export --format csv writes)")
+            for csv_path in found:
+                yield from _csv_records(csv_path, csv_path.stem)
         elif str(path).lower().endswith(".csv"):
             yield from _csv_records(path, table)
         else:
@@ -215,7 +249,10 @@ def _checked(table, raw, session, tx):
         for item in record.get("failing_parts") or []:
             part_id = item.get("part") if isinstance(item, dict) else item
             part = session.parts.part(part_id, facts)
-            failing.append({"part": part.id, "kind": part.kind})
+            entry = {"part": part.id, "kind": part.kind}
+            if isinstance(item, dict) and item.get("explained_by"):  # counted as the suspect that explains it
+                entry["explained_by"] = session.parts.part(str(item["explained_by"]), facts).id
+            failing.append(entry)
         record["failing_parts"] = failing
     if table == "triages":
         record.setdefault("suspects", [])
@@ -247,11 +284,13 @@ def _checked(table, raw, session, tx):
     return record
 
 
-def import_files(ledger, paths, *, table=None, parts=None):
-    """Import every record of the files in one transaction; returns {table: {"added", "present"}}."""
+def import_files(ledger, paths=(), *, table=None, parts=None, records=None):
+    """Import every record of the files (or `records`, as read_files gives them) in one
+    transaction; returns {table: {"added", "present"}}."""
     counts = {t: {"added": 0, "present": 0} for t in TABLES}
-    with RecordingSession(ledger, parts=parts) as session, ledger.write() as tx:
+    if records is None:
         records = list(read_files(paths, table))
+    with RecordingSession(ledger, parts=parts) as session, ledger.write() as tx:
         # Parents first, whatever order the files came in: racks, runs, triages, incidents, repairs.
         for name in TABLES:
             for record_table, raw, where in records:

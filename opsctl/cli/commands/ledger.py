@@ -11,7 +11,8 @@ from opsctl.cli.ledger_options import TIME, db_option, parts_for
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.ledger import fleet_statistics, open_ledger, record_burnin, record_incident, record_triage, set_rack
-from opsctl.ledger.transfer import export_document, import_files, json_text, write_csv
+from opsctl.ledger.recording import check_burnin_document, check_triage_document
+from opsctl.ledger.transfer import export_document, import_files, json_text, read_files, write_csv, write_text
 from opsctl.rack_models import MODELS
 from opsctl.yaml_input import load_yaml_file
 
@@ -48,16 +49,30 @@ def command():
 def record_burnin_command(ctx, paths, kind, at, db, as_json):
     """Record burn-in or acceptance runs (their --json summary, or the run directory)."""
 
-    def record(path, ledger, parts):
+    def load(path):
         source, document = _document(path)
+        check_burnin_document(document, str(source))
+        return source, document
+
+    def record(source, document, ledger, parts):
         return record_burnin(document, ledger, kind=kind, at=at, source=str(source), parts=parts)
 
     def line(run):
-        failing = ", ".join(p["part"] for p in run["failing_parts"]) or "none"
+        counted = [p for p in run["failing_parts"] if not p.get("explained_by")]
+        failing = ", ".join(_explaining(p, run["failing_parts"]) for p in counted) or "none"
         handover = f"; {run['rack']} in service since {run['handover_at']}" if run["handover_at"] else ""
         return f"{run['rack']} {run['kind']} {run['finished_at']}: {run['verdict']}, failing parts: {failing}{handover}"
 
-    _record_files(ctx, db, paths, record, line, as_json)
+    _record_files(ctx, db, paths, load, record, line, as_json)
+
+
+def _explaining(part, failing):
+    """'rack07/ct12/j2 (explains 3 failing links)': the symptoms a part accounts for."""
+    symptoms = [p for p in failing if p.get("explained_by") == part["part"]]
+    if not symptoms:
+        return part["part"]
+    kinds = sorted({p["kind"] for p in symptoms})
+    return f"{part['part']} (explains {len(symptoms)} failing {'/'.join(k + 's' for k in kinds)})"
 
 
 @command.command("record-triage")
@@ -69,23 +84,30 @@ def record_burnin_command(ctx, paths, kind, at, db, as_json):
 def record_triage_command(ctx, paths, at, db, as_json):
     """Record triage or localize results (their --json output): suspects, chosen action, an incident."""
 
-    def record(path, ledger, parts):
-        return record_triage(load_yaml_file(path), ledger, at=at, source=str(path), parts=parts)
+    def load(path):
+        document = load_yaml_file(path)
+        check_triage_document(document, str(path))
+        return path, document
+
+    def record(source, document, ledger, parts):
+        return record_triage(document, ledger, at=at, source=str(source), parts=parts)
 
     def line(triage):
         what = "healthy" if triage["healthy"] else f"incident on {triage['part']}, action {triage['action']}"
         return f"{triage['rack']} triage {triage['at']}: {what}"
 
-    _record_files(ctx, db, paths, record, line, as_json)
+    _record_files(ctx, db, paths, load, record, line, as_json)
 
 
-def _record_files(ctx, db, paths, record, line, as_json):
-    """Record each file in its own transaction (each lands whole), then say what was recorded."""
+def _record_files(ctx, db, paths, load, record, line, as_json):
+    """Read and check every file first (a wrong one costs nothing: no ledger is created or
+    touched), then record each in its own transaction (each lands whole), and say what was recorded."""
     parts = parts_for(ctx)
+    documents = [load(path) for path in paths]
     recorded = []
     with open_ledger(db) as ledger:
-        for path in paths:
-            recorded += record(path, ledger, parts)
+        for source, document in documents:
+            recorded += record(source, document, ledger, parts)
         url = ledger.url
     if as_json:
         print_json({"ledger": url, "recorded": recorded})
@@ -146,7 +168,7 @@ def incident_command(ctx, part, at, note, db, as_json):
 def stats_command(since, until, racks, infant_weeks, confidence, plot, db, as_json):
     """Failures per part kind, MTBI (GPU-days), time to restore per action, burn-in failure rate,
     infant mortality — each with its confidence interval."""
-    with open_ledger(db) as ledger:
+    with open_ledger(db, read_only=True) as ledger:
         stats = fleet_statistics(ledger, since=since, until=until, racks=racks, confidence=confidence,
                                  infant_weeks=infant_weeks)
     if plot:
@@ -215,17 +237,17 @@ def _print_stats(stats):
 @db_option
 def export_command(fmt, output, db):
     """Export the whole ledger, to back it up or to bring it into another ledger."""
-    with open_ledger(db) as ledger:
+    if fmt == "csv" and not output:
+        raise click.UsageError("--format csv needs -o DIRECTORY (one CSV per table)")
+    with open_ledger(db, read_only=True) as ledger:
         document = export_document(ledger)
     if fmt == "csv":
-        if not output:
-            raise click.UsageError("--format csv needs -o DIRECTORY (one CSV per table)")
         for path in write_csv(document, output):
             click.echo(str(path))
         return
     text = json_text(document)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        write_text(output, text)
     else:
         sys.stdout.write(text)
 
@@ -240,14 +262,17 @@ def export_command(fmt, output, db):
 def import_command(ctx, paths, table, db, as_json):
     """Import history from JSON or CSV (as export writes it). All or nothing: a bad record
     names its file, line and field, and nothing is imported."""
+    records = list(read_files(paths, table))  # a file that is not an export fails before any ledger is opened
     with open_ledger(db) as ledger:
-        counts = import_files(ledger, paths, table=table, parts=parts_for(ctx))
+        counts = import_files(ledger, records=records, parts=parts_for(ctx))
         url = ledger.url
     if as_json:
         print_json({"ledger": url, "imported": counts})
         return
     out = console()
-    for name, count in counts.items():
-        if count["added"] or count["present"]:
-            out.print(f"{name}: {count['added']} added, {count['present']} already in the ledger")
+    added = sum(c["added"] for c in counts.values())
+    present = sum(c["present"] for c in counts.values())
+    out.print(f"imported {added} record(s), {present} already in the ledger: " + "; ".join(
+        f"{name} {c['added']} added" + (f" ({c['present']} already there)" if c["present"] else "")
+        for name, c in counts.items()))
     out.print(f"ledger: {url}")

@@ -89,7 +89,7 @@ def list_command(only_open, rack, db, as_json):
     if rack:
         where.append("rack = ?")
         params.append(rack)
-    with open_ledger(db) as ledger:
+    with open_ledger(db, read_only=True) as ledger:
         repairs = ledger.records("repairs", " AND ".join(where), params, order="opened_at DESC, key")
         url = ledger.url
     if as_json:

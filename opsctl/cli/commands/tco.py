@@ -39,7 +39,7 @@ def _priced(path, mttr_config, from_ledger=False, db=None, since=None, racks=())
     scenario = load_scenario(path)
     measured = None
     if from_ledger:
-        with open_ledger(db) as ledger:
+        with open_ledger(db, read_only=True) as ledger:
             measured = reliability_inputs(ledger, since=since, racks=racks)
         scenario = with_measured_reliability(scenario, measured)
     document = price(scenario, load_mttr_model(mttr_config))
