@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from opsctl.errors import InputError
-from opsctl.rack_models import MODELS, NAME_PATTERN
+from opsctl.rack_models import HGX_TRAY, MODELS, NAME_PATTERN
 from opsctl.yaml_input import load_yaml_file, require_mapping
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parent / "data" / "inventory.yaml"
@@ -252,7 +252,7 @@ def _build_tray(host, host_vars, model, source, rack):
     tray_name = host_vars.get("opsctl_tray")
     if tray_name is None:
         if not model.is_nvl72:
-            tray_name = "node"
+            tray_name = HGX_TRAY
         else:
             match = _TRAY_SUFFIX.search(host)
             if not match:

@@ -8,6 +8,10 @@ every output.
 import re
 from dataclasses import dataclass
 
+# An HGX server is one tray, the host itself; inside opsctl it is named "node" (component ids
+# have no HGX tray level: hgx01/gpu0; operators see the rack name, opsctl/runs/tray_names.py).
+HGX_TRAY = "node"
+
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -38,7 +42,7 @@ class RackModel:
     # --- tray names -------------------------------------------------------------------------
     def compute_tray_names(self):
         if not self.is_nvl72:
-            return ["node"]  # an HGX server is one tray: the host itself
+            return [HGX_TRAY]
         return [f"ct{t:02d}" for t in range(1, self.compute_trays + 1)]
 
     def switch_tray_names(self):
@@ -52,7 +56,7 @@ class RackModel:
 
     # --- component ids (CONTRACT.md) ---------------------------------------------------------
     def tray_id(self, rack, tray):
-        return rack if tray == "node" else f"{rack}/{tray}"
+        return rack if tray == HGX_TRAY else f"{rack}/{tray}"
 
     def gpu_id(self, rack, rack_gpu_index):
         """Rack GPU index = gpus_per_tray × (tray − 1) + local index."""
@@ -64,7 +68,7 @@ class RackModel:
     def gpu_tray(self, rack_gpu_index):
         """The compute tray name that holds a rack GPU index."""
         if not self.is_nvl72:
-            return "node"
+            return HGX_TRAY
         return f"ct{rack_gpu_index // self.gpus_per_tray + 1:02d}"
 
     def switch_chip_id(self, rack, chip_index):

@@ -198,7 +198,7 @@ def test_acceptance_yml_accepts_the_deployed_tray_by_the_given_criteria(tray, ac
     summary = json.loads((run_dir / "hgxa" / "summary.json").read_text())
     assert summary["kind"] == "accept" and summary["verdict"] == "PASS" and summary["duration_s"] == 1
     assert summary["criteria"]["version"] == "site-1.0" and summary["criteria"]["file"] == str(tray.root / "criteria.yaml")
-    fetched = run_dir / "hgxa" / "trays" / "node.json"
+    fetched = run_dir / "hgxa" / "trays" / "hgxa.json"  # an HGX server's tray is named as the server
     kept = tray.workdir / "results" / "acceptance-run-node.json"  # the tray keeps its own copy
     assert json.loads(fetched.read_text())["format"] == "opsctl-probe/1"
     assert kept.read_bytes() == fetched.read_bytes()
@@ -326,12 +326,14 @@ def test_burnin_yml_runs_a_fleet_in_batches_and_a_failing_rack_does_not_stop_it(
     down = {t["tray"]: t["reason"] for t in racks["nvld"]["not_reported"]}
     assert "unreachable" in down["nvld/ct01"] and "nvld/ct02" not in down and down["nvld/st9"] == "not in the inventory"
     # Each tray's JSON was fetched into its rack's run directory; each tray kept its own copy.
-    for rack, tray_name, host in (("hgxa", "node", "hgxa-node"), ("hgxb", "node", "hgxb-node"), ("nvld", "ct02", "nvld-ct02")):
-        fetched = run_dir / rack / "trays" / f"{tray_name}.json"
+    # (An HGX server's tray file is named as the server; its probe still calls itself "node".)
+    for rack, label, tray_name, host in (("hgxa", "hgxa", "node", "hgxa-node"), ("hgxb", "hgxb", "node", "hgxb-node"),
+                                         ("nvld", "ct02", "ct02", "nvld-ct02")):
+        fetched = run_dir / rack / "trays" / f"{label}.json"
         assert json.loads(fetched.read_text())["tray"] == tray_name
         assert (tmp_path / "trays" / host / "results" / f"fleet-run-{tray_name}.json").read_bytes() == fetched.read_bytes()
         assert (run_dir / rack / "report.html").is_file() and (run_dir / rack / "junit.xml").is_file()
-    assert not (run_dir / "hgxc" / "trays" / "node.json").exists()
+    assert not (run_dir / "hgxc" / "trays" / "hgxc.json").exists() and not (run_dir / "hgxc" / "trays" / "node.json").exists()
 
 
 # --- docs/fleet.md's Prometheus configuration -------------------------------------------------

@@ -7,7 +7,7 @@ on it); that name is never shown — progress lines, trays/ file names and repor
 as `opsctl inventory show` and fleet-summary.json (which print the tray's id) already did.
 """
 
-HGX_TRAY = "node"  # rack_models' name for an HGX server's one tray (RackModel.compute_tray_names)
+from opsctl.rack_models import HGX_TRAY
 
 
 def tray_label(rack, tray):
