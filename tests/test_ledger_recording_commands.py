@@ -77,7 +77,7 @@ def test_opsctl_report_records_every_rack_it_judged(opsctl, tmp_path):
     planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--racks", "hgxb", "--duration", "1", "--json")
     entry = planned.json()["trays"]["hgxb-node"]
     ran = [e for e in _journal(tmp_path / "b") if e["event"] == "tray_finished"][0]
-    Path(entry["result"]).write_bytes((tmp_path / "b" / "trays" / "node.json").read_bytes())
+    Path(entry["result"]).write_bytes((tmp_path / "b" / "trays" / "hgxb.json").read_bytes())
     record(entry, rc=ran["exit_code"], stderr="", delta="0:00:03.500000")
     report = opsctl("report", tmp_path / "fleet", "--db", url, "--json")
     assert report.code == 1 and "recorded in the ledger" in report.err

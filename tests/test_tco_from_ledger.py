@@ -44,6 +44,10 @@ def test_slower_repairs_in_the_ledger_cost_more_per_token(opsctl, tmp_path):
 
 def test_from_ledger_needs_a_ledger_with_a_rack_in_service(opsctl, tmp_path):
     url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    # A ledger that is not there is not made up empty: reading it is an input error.
+    assert_one_line_error(opsctl("tco", "run", SCENARIO, "--from-ledger", "--db", url), 2, "no ledger at")
+    assert not (tmp_path / "empty.sqlite").exists()
+    open_ledger(url).close()  # a ledger with nothing in it
     assert_one_line_error(opsctl("tco", "run", SCENARIO, "--from-ledger", "--db", url), 2, "no rack in service")
     assert_one_line_error(opsctl("tco", "run", SCENARIO, "--since", "2026-01-01"), 2, "go with --from-ledger")
     plain = REPO / "scenarios" / next(p.name for p in (REPO / "scenarios").glob("gpt3*h100*fp8*dec2024*hyperscaler*"))
