@@ -24,6 +24,7 @@ from opsctl.errors import InputError
 from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
 from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, content_key
 from opsctl.ledger.timestamps import stored, utc_now
+from opsctl.runs.atomic_file import write_bytes_atomic
 
 FORMAT = "opsctl-ledger/1"
 KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep"}
@@ -81,18 +82,14 @@ def write_csv(document, directory):
 
 
 def write_text(path, text):
-    """Write a file whole (a temporary file beside it, renamed into place); an unwritable path is
-    an input error naming it and why."""
+    """Write a file whole (runs/atomic_file: a temporary file beside it, renamed into place); an
+    unwritable path is an input error naming it and why."""
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        with open(temporary, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
+        write_bytes_atomic(path, text.encode("utf-8"), make_folders=False)
     except OSError as exc:
-        temporary.unlink(missing_ok=True) if temporary.parent.is_dir() else None
         raise InputError(f"cannot write {path}: {_why(exc)}") from None
     return path
 
