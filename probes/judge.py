@@ -142,7 +142,7 @@ def judge_gpu(gpu, refs, tray):
     if gpu.get("nvlink"):
         checks += _nvlink_checks(component, gpu["nvlink"], refs)
     if gpu.get("counters"):
-        checks += _counter_checks(component, gpu["counters"], refs)
+        checks += _counter_checks(component, gpu["counters"], refs, lost=bool(gpu.get("lost")))
     return checks
 
 
@@ -251,24 +251,36 @@ def _per_link(name, links, value_of, op, threshold, unit, source, describe, wher
                   else f"all {len(measured)} links within limits (worst: {label}, {value:g})")]
 
 
-def _counter_checks(component, counters, refs):
+def _counter_checks(component, counters, refs, lost=False):
     rules = refs.rules
     links = counters.get("links") or []
     window = counters.get("window_s") or 0.0
     checks = []
+    expected = (refs.sku or {}).get("nvlink_links")
+    if expected and not lost:  # a lost GPU answers nothing: gpu.lost fails it already
+        checks.append(_link_count_check(component, links, expected))
     if links:
-        expected = (refs.sku or {}).get("nvlink_links")
-        down = [link["port"] for link in links if link["state"] != "up"]
-        if expected:
-            active = len(links) - len(down)
-            checks.append(compare("nvlink.active_links", component, active, "<", expected["value"], "links", expected["source"],
-                                  f"{active} of {len(links)} links up; down in the window: "
-                                  f"{', '.join(f'port {p}' for p in down)}" if down else f"all {active} links up"))
         checks += link_rule_checks(links, window, rules, gpu_link(component), component)
     checks += _memory_checks(component, counters, rules)
     checks += _fabric_checks(component, counters.get("fabric"), rules)
     checks += xid_checks(component, counters.get("xids") or [], refs.xids)
     return checks
+
+
+def _link_count_check(component, links, expected):
+    """Does the GPU report every NVLink its model has? A link it reports but that is down is
+    that link's failure (nvlink.state names it), not the GPU's: whether a flapping link happens
+    to be down at the moment of reading must not decide whether its GPU fails. No link at all
+    on a model that has them is missing evidence: incomplete, never a pass."""
+    reported = len(links)
+    down = [link["port"] for link in links if link["state"] != "up"]
+    if reported == 0:
+        return check("nvlink.link_count", component, "incomplete", 0, expected["value"], "links", "<",
+                     expected["source"], f"no NVLink could be read, where this GPU model has {expected['value']}")
+    reason = f"{reported} of {expected['value']} NVLinks reported"
+    if down:
+        reason += f"; down in the window (judged on each link): {', '.join(f'port {p}' for p in down)}"
+    return compare("nvlink.link_count", component, reported, "<", expected["value"], "links", expected["source"], reason)
 
 
 def gpu_link(component):

@@ -62,6 +62,21 @@ def test_one_replay_or_a_high_ber_fails_only_its_link(gb200):
     assert not any(component.endswith(("nvl00", "nvl01")) for _, component in found)
 
 
+@pytest.mark.parametrize("reported, down, verdict", [(18, [], "pass"), (18, [13], "pass"), (18, list(range(18)), "pass"),
+                                                     (17, [], "fail"), (0, [], "incomplete")])
+def test_a_gpu_fails_its_link_count_only_for_links_it_does_not_report(gb200, reported, down, verdict):
+    # Whether a flapping link is down at the moment of reading decides its link's checks, never
+    # its GPU's: the GPU fails only when it reports fewer NVLinks than its model has.
+    links = [link(p, state="down" if p in down else "up") for p in range(reported)]
+    counters = {"window_s": 10.0, "links": links, "xids": []}
+    checks = judge_gpu({"index": 0, "counters": counters}, gb200, {})
+    gpu_checks = {c["check"]: c["verdict"] for c in checks if c["component"] == "gpu0" and c["check"].startswith("nvlink")}
+    assert gpu_checks["nvlink.link_count"] == verdict
+    assert all(v != "fail" for name, v in gpu_checks.items() if name != "nvlink.link_count")
+    failing_links = {c["component"] for c in checks if c["check"] == "nvlink.state" and c["verdict"] == "fail"}
+    assert failing_links == {f"gpu0/nvl{p:02d}" for p in down}
+
+
 def test_xids_are_judged_by_the_catalog(gb200):
     events = [{"xid": 145}, {"xid": 145}, {"xid": 149}, {"xid": 63}, {"xid": 9999}]
     checks = {c["value"]: c for c in xid_checks("gpu0", events, gb200.xids)}
