@@ -1,9 +1,9 @@
-"""The errors every command turns into the exit codes of CONTRACT.md.
+"""The errors every command turns into opsctl's exit codes (README, A tour of the commands).
 
 Code below the CLI raises these; the CLI prints one line on stderr and exits with `exit_code`.
 """
 
-# Exit codes (CONTRACT.md): the same for every command.
+# Exit codes (README, A tour of the commands): the same for every command.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

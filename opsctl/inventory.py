@@ -1,4 +1,5 @@
-"""The inventory: one Ansible YAML inventory that both opsctl and ansible/ read (CONTRACT.md).
+"""The inventory: one Ansible YAML inventory that both opsctl and ansible/ read (README,
+Pointing opsctl at real racks).
 
 A rack is a group that sets (or inherits) `opsctl_model`; its hosts are its trays. Variables
 are inherited from parent groups down to hosts, as Ansible does. What opsctl reads:

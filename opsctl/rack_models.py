@@ -1,5 +1,5 @@
 """The rack models opsctl knows: how many trays, GPUs, switch chips and NVLink ports each has,
-and the stable component ids of CONTRACT.md built from them.
+and the stable component ids (README, Topology) built from them.
 
 Everything that spells a component id goes through this module, so ids stay the same in
 every output.
@@ -54,7 +54,7 @@ class RackModel:
     def is_switch_tray(self, tray):
         return tray in self.switch_tray_names()
 
-    # --- component ids (CONTRACT.md) ---------------------------------------------------------
+    # --- component ids (README, Topology) ----------------------------------------------------
     def tray_id(self, rack, tray):
         return rack if tray == HGX_TRAY else f"{rack}/{tray}"
 

@@ -1,7 +1,7 @@
 """Memory bandwidth: device-to-device copies on one GPU, timed in windows.
 
-Bytes are counted read + written (2 × the buffer per copy), as FIGURES.md's measured H200
-copy figure (about 4.3 TB/s) counts them, so the two compare directly.
+Bytes are counted read + written (2 × the buffer per copy), as the H200 copy figure measured
+for opsctl's references (about 4.3 TB/s; docs/sources.md) counts them, so the two compare directly.
 """
 
 from probes.windows import rate_summary, timed_windows

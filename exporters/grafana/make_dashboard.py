@@ -78,7 +78,7 @@ def dashboard():
     p.add("stat", "NVLink links down", [query(f"count(opsctl_nvlink_up{{{SEL}}} == 0) or vector(0)", instant=True)],
           8, 0, 4, 4, "Inactive links (NVIDIA expects 18 active per GB200 GPU).", defaults=red_when(1))
     p.add("stat", "Links with BER > 1e-12", [query(f"count(opsctl_nvlink_effective_bit_error_ratio{{{SEL}}} > 1e-12) or vector(0)", instant=True)],
-          12, 0, 4, 4, "Effective BER above 1e-12 fails a link (DCGM health rule, NVML_AND_XID.md).", defaults=red_when(1))
+          12, 0, 4, 4, "Effective BER above 1e-12 fails a link (DCGM health rule: NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp).", defaults=red_when(1))
     p.add("stat", "Alerts firing", [query('count(ALERTS{alertstate="firing", rack="$rack"}) or vector(0)', instant=True)],
           16, 0, 4, 4, "opsctl alerts firing for this rack.", defaults=red_when(1))
     p.add("stat", "Oldest reading", [query(f"max(opsctl_gpu_reading_age_seconds{{{SEL}}})", instant=True)],
@@ -95,7 +95,7 @@ def dashboard():
     p.add("timeseries", "Power per tray", [query(f"sum by (tray) (opsctl_gpu_power_watts{{{SEL}}})", "{{tray}}")],
           12, 28, 12, 8, unit="watt")
     p.add("timeseries", "XIDs over time", [query(f"sum by (xid) (increase(opsctl_gpu_xid_events_total{{{SEL}}}[$__rate_interval])) > 0", "XID {{xid}}")],
-          0, 36, 12, 8, "XID events by code. On NVL72 one bad link makes every GPU log XID 145.",
+          0, 36, 12, 8, "XID events by code; what each asks for is in NVIDIA's XID catalog (docs/sources.md).",
           defaults={"custom": {"drawStyle": "bars", "fillOpacity": 80, "stacking": {"mode": "normal"}}})
     p.add("bargauge", "Fabric health (GPUs)", [query(f"count by (health) (opsctl_gpu_fabric_health{{{SEL}}} == 1)", "{{health}}", instant=True),
                                                query(f"count by (state) (opsctl_gpu_fabric_state{{{SEL}}} == 1)", "state {{state}}", instant=True)],

@@ -25,7 +25,8 @@ class FailureMode:
     action: str  # the repair action (opsctl/data/mttr.yaml)
 
 
-# Rates of the order FIGURES.md reports (GB200 NVL72 MTBI 1,000–3,000 GPU-days overall).
+# Rates of the order the published operator figures report (GB200 NVL72 MTBI 1,000–3,000 GPU-days
+# overall; docs/sources.md, Reliability).
 DEFAULT_MODES = (
     FailureMode("gpu", 2500.0, "reset_gpu"),
     FailureMode("compute_tray", 6000.0, "replace_compute_tray"),

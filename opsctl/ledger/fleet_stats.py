@@ -17,11 +17,11 @@ from opsctl.ledger.timestamps import from_epoch, parse_time, stored, utc_now
 from opsctl.mttr import load_mttr_model
 
 DAY_S = 86400.0
-# FIGURES.md, "Reliability": the published operator figures the ledger's own measure replaces.
+# The published operator figures (docs/sources.md, Reliability) the ledger's own measure replaces.
 PUBLISHED_MTBI = {
-    "gb200-nvl72": {"gpu_days": [1000, 3000], "source": "FIGURES.md: GB200 NVL72 MTBI 1,000–3,000 GPU-days (published operator figures)"},
-    "hgx-h100": {"gpu_days": [2000, 5000], "source": "FIGURES.md: H100 MTBI 2,000 (immature) – 5,000 (best operator) GPU-days"},
-    "hgx-h200": {"gpu_days": [2000, 5000], "source": "FIGURES.md: H100 MTBI 2,000–5,000 GPU-days (no H200 figure is published)"},
+    "gb200-nvl72": {"gpu_days": [1000, 3000], "source": "published operator figures (docs/sources.md, Reliability): GB200 NVL72 MTBI 1,000–3,000 GPU-days"},
+    "hgx-h100": {"gpu_days": [2000, 5000], "source": "published operator figures (docs/sources.md, Reliability): H100 MTBI 2,000 (immature) – 5,000 (best operator) GPU-days"},
+    "hgx-h200": {"gpu_days": [2000, 5000], "source": "published operator figures (docs/sources.md, Reliability): H100 MTBI 2,000–5,000 GPU-days (no H200 figure is published)"},
 }
 MTBI_METHOD = "exposure / failures; exact Poisson (Garwood) interval on the failure count"
 MTTR_METHOD = "time from the failure to back in service; median with its order-statistic interval"
@@ -246,7 +246,7 @@ def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.9
 class ReliabilityInputs:
     """What the TCO takes from the ledger instead of published defaults."""
 
-    scenario: dict  # CONTRACT's reliability keys that the ledger measured
+    scenario: dict  # the TCO scenario's reliability keys (docs/tco.md) that the ledger measured
     source: str  # one line saying where they come from, for the TCO's output
     detail: dict  # the figures behind them (counts, exposure, intervals, per action)
 

@@ -1,5 +1,5 @@
-"""Part ids in the ledger are CONTRACT's component ids; this checks them against the rack's
-topology and says each part's kind and how many GPUs a repair action on it idles.
+"""Part ids in the ledger are opsctl's component ids (README, Topology); this checks them against
+the rack's topology and says each part's kind and how many GPUs a repair action on it idles.
 
 A rack's topology is its model's, with the rack's own cabling map when the inventory names one,
 else the model's default — so history of a rack that has left the inventory still validates.

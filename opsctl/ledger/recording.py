@@ -75,9 +75,10 @@ def _rack_documents(document, what):
 
 
 # --- which document is this ----------------------------------------------------------------
-# The documents opsctl writes say what they are in "format"; CONTRACT's triage and localize
-# output has none, and is known by its fields. Recording a document of the wrong kind would be a
-# silent wrong record (a snapshot taken for a healthy triage, a triage for a failed burn-in).
+# The documents opsctl writes say what they are in "format"; the triage and localize JSON
+# (README, Triage and fault localization) has none, and is known by its fields. Recording a
+# document of the wrong kind would be a silent wrong record (a snapshot taken for a healthy
+# triage, a triage for a failed burn-in).
 BURNIN_FORMATS = ("opsctl-burnin/1", "opsctl-fleet/1")  # a rack's summary.json; a fleet run's summary
 KNOWN_FORMATS = {
     "opsctl-burnin/1": "a burn-in or acceptance summary",

@@ -1,7 +1,7 @@
 """What an operator calls a tray: its component id without the rack in front.
 
 That is ct03 or st1 on a GB200 NVL72 (rack07/ct03), and on an HGX server, whose one tray has
-no level in component ids (CONTRACT.md: hgx01/gpu0), the rack's own name: hgx01. Inside,
+no level in component ids (README, Topology: hgx01/gpu0), the rack's own name: hgx01. Inside,
 rack_models still names the HGX tray "node" (the inventory, the cabling map, the journal key
 on it); that name is never shown — progress lines, trays/ file names and reports use this one,
 as `opsctl inventory show` and fleet-summary.json (which print the tray's id) already did.

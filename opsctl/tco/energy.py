@@ -5,8 +5,8 @@ uses in US-household-years.
 from opsctl.tco.derivation import Figure
 
 HOUSEHOLD_KWH_PER_YEAR = 10_791
-HOUSEHOLD_SOURCE = "FIGURES.md Power: a US household uses 10,791 kWh a year"
-JOULES_SOURCE = "FIGURES.md Formulas: utility J/token = watts_per_gpu × pue / tokens_per_second_per_gpu"
+HOUSEHOLD_SOURCE = "US EIA, average annual electricity use of a US residential customer (2022): a US household uses 10,791 kWh a year"
+JOULES_SOURCE = "docs/sources.md, Power (as SemiAnalysis 2025 uses it): utility J/token = watts_per_gpu × pue / tokens_per_second_per_gpu"
 
 
 def joules_per_token(watts, pue, tokens_per_second):

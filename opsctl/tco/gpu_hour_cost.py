@@ -2,8 +2,8 @@
 capital (a loan repaid over the depreciation years at the cost of capital) plus hosting (power
 at the facility's PUE, colocation per kW, software) — spread over the unit's GPUs and hours.
 
-The December 2023 HGX H100 build-up in FIGURES.md ($7,025/month capital + $1,871/month hosting
-at 13% cost of debt) comes to about $1.52 per GPU-hour this way.
+The published December 2023 HGX H100 build-up (docs/sources.md: $7,025/month capital +
+$1,871/month hosting at 13% cost of debt) comes to about $1.52 per GPU-hour this way.
 """
 
 from opsctl.tco.derivation import Figure

@@ -2,8 +2,8 @@
 a `reliability` block — goodput and the effective $ per million tokens once interruptions,
 restarts, repairs, checkpoints and spares are paid for.
 
-The result is CONTRACT.md's `opsctl tco run` document; `derivations` says, for every figure, the
-formula, the inputs it used and their sources.
+The result is the `opsctl tco run` document (docs/tco.md, The output); `derivations` says, for
+every figure, the formula, the inputs it used and their sources.
 """
 
 import math
@@ -15,7 +15,7 @@ from opsctl.tco.derivation import Figure
 from opsctl.tco.gpu_hour_cost import gpu_hour_cost
 from opsctl.tco.throughput import throughput
 
-COST_SOURCE = "FIGURES.md Formulas: cost per M tokens = gpu_hour_cost / (tokens_per_second_per_gpu × 3600) × 1e6"
+COST_SOURCE = "docs/sources.md, Ownership cost: cost per M tokens = gpu_hour_cost / (tokens_per_second_per_gpu × 3600) × 1e6"
 
 
 def price(scenario, mttr_model=None):

@@ -1,5 +1,5 @@
 """Reading and checking a TCO scenario file (YAML or JSON): the blocks `cluster`, `workload` and
-optional `reliability` of CONTRACT.md, plus the keys opsctl adds (docs/tco.md lists them all).
+optional `reliability`, plus the keys opsctl adds (docs/tco.md, The scenario file, lists them all).
 
 Every mistake is one line naming the file and the key: an unknown key, a missing throughput, an
 unknown sku, a price that is zero or negative. Numbers written as `300e9` (which YAML reads as a

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from opsctl.rack_models import MODELS
 
-FIGURES = "../shared/reference/FIGURES.md"
+SOURCES = "docs/sources.md"
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ def _domain(model_name, unit):
     return Domain(model_name, unit, model.gpus, model.gpus_per_tray)
 
 
-_PEAKS = f"{FIGURES} GPUs (dense, no sparsity)"
-_H100_POWER = f"{FIGURES} Power: H100 ≈ 1,790 W at PUE 1.3 (≈ 1,377 W IT), implied by the published J/token"
+_PEAKS = f"NVIDIA H100, H200, HGX B200 and GB200 NVL72 datasheets, dense (no sparsity); {SOURCES}"
+_H100_POWER = f"SemiAnalysis 2025 ({SOURCES}, Power): H100 ≈ 1,790 W at PUE 1.3 (≈ 1,377 W IT), implied by the published J/token"
 
 SKUS = {
     sku.name: sku
@@ -50,7 +50,7 @@ SKUS = {
         # No all-in power figure is published for HGX B200: the scenario must give watts_per_gpu and pue.
         Sku("b200", {"bf16": 2250, "fp8": 4500}, _PEAKS, None, None, "", Domain("hgx-b200", "server", 8, 8)),
         Sku("gb200", {"bf16": 2500, "fp8": 5000}, _PEAKS, 1885, 1.1,
-            f"{FIGURES} Power: GB200 ≈ 2,074 W at PUE 1.1 (≈ 1,885 W IT), implied by the published J/token",
+            f"SemiAnalysis 2025 ({SOURCES}, Power): GB200 ≈ 2,074 W at PUE 1.1 (≈ 1,885 W IT), implied by the published J/token",
             _domain("gb200-nvl72", "rack")),
     )
 }

@@ -2,12 +2,12 @@
 a token costs to train: 6·N for the weights (forward and backward) plus 12·L·d·s for attention.
 
 With that count, GPT-3 175B on H100 at 313 → 493 tokens/s/GPU (BF16, 989 TFLOPS) is the
-published 34% → 54% MFU (FIGURES.md).
+published 34% → 54% MFU (SemiAnalysis 2025; docs/sources.md).
 """
 
 from opsctl.tco.derivation import Figure
 
-MEGATRON = "FIGURES.md Formulas: MFU = tokens/s/GPU × (6·N + 12·L·d·s) / peak FLOPS (Megatron's count, attention included)"
+MEGATRON = "docs/sources.md, Training benchmarks: MFU = tokens/s/GPU × (6·N + 12·L·d·s) / peak FLOPS (Megatron's count, attention included)"
 
 
 def flops_per_token(model):

@@ -147,7 +147,7 @@ class Topology:
         return counts
 
     def to_json(self):
-        """The document of `opsctl topology show RACK --json` (CONTRACT.md)."""
+        """The document of `opsctl topology show RACK --json` (README, Topology)."""
         return {
             "rack": self.rack,
             "model": self.model.name,

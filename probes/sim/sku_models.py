@@ -3,10 +3,11 @@ computes. These are the simulator's ground truth, not judging thresholds (those 
 probes' reference file with their sources).
 
 Throughput: measured-to-peak ratios like the one measured on an H200 here (bf16 8192³ through
-PyTorch: 770–800 of 989 TFLOP/s, ../shared/reference/FIGURES.md); device copy about 4.3 TB/s
-on H200. NVLink: FIGURES.md's 18 links × 50 GB/s (NVLink 4) or × 100 GB/s (NVLink 5) count both
-directions, so each link carries 25 or 50 GB/s each way — the line rates below (2 lanes × 100 or
-200 Gb/s); a GPU sends 450 or 900 GB/s.
+PyTorch: 770–800 of the datasheet's 989 TFLOP/s; opsctl's measurement, docs/sources.md); device
+copy about 4.3 TB/s on H200. NVLink: the 18 links × 50 GB/s (NVLink 4) or × 100 GB/s (NVLink 5)
+of NVIDIA's datasheets and NVLink page (docs/sources.md) count both directions, so each link
+carries 25 or 50 GB/s each way — the line rates below (2 lanes × 100 or 200 Gb/s); a GPU sends
+450 or 900 GB/s.
 """
 
 from dataclasses import dataclass

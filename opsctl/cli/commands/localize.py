@@ -1,5 +1,5 @@
 """`opsctl localize SNAPSHOT.json [SNAPSHOT.json ...] [--json]`: the faulty parts behind link-health
-snapshots (CONTRACT.md), for one rack or a fleet in one call."""
+snapshots (README, Triage and fault localization), for one rack or a fleet in one call."""
 
 import click
 
@@ -16,7 +16,8 @@ mttr_config_option = click.option(
 
 
 def exit_code(document):
-    """CONTRACT: 1 when any rack has a suspect; 3 when nothing was found but something went unread."""
+    """opsctl's exit codes: 1 when any rack has a suspect; 3 when nothing was found but something
+    went unread."""
     racks = document["racks"]
     if any(r["suspects"] for r in racks):
         return EXIT_FAILED

@@ -1,4 +1,4 @@
-"""`opsctl snapshot RACK -o FILE [--window S]`: CONTRACT's link-health snapshot of a rack, read
+"""`opsctl snapshot RACK -o FILE [--window S]`: the link-health snapshot of a rack, read
 from every tray at once (`python -m probes snapshot` through the fan-out)."""
 
 import json
@@ -36,7 +36,7 @@ def fanout_options(command):
 
 
 def take_rack_snapshot(rack, window_s, concurrency=32, connect_timeout_s=10.0, accept_new_host_keys=False):
-    """Read every tray of the rack over one window; CONTRACT's snapshot, with a `trays` entry
+    """Read every tray of the rack over one window; the link-health snapshot, with a `trays` entry
     for each tray saying whether it answered (and why not)."""
     options = FanoutOptions(concurrency=concurrency, connect_timeout_s=connect_timeout_s,
                             run_timeout_s=window_s + RUN_TIMEOUT_MARGIN_S, accept_new_host_keys=accept_new_host_keys)
@@ -73,7 +73,7 @@ def unanswered(snapshot):
 @click.pass_context
 def command(ctx, rack, output, window, concurrency, connect_timeout, accept_new_host_keys, as_json):
     """Read every tray's NVLink counters (deltas over --window) and XIDs into one link-health
-    snapshot (CONTRACT.md), the input of `opsctl localize`. Exit 3 if a tray did not answer."""
+    snapshot, the input of `opsctl localize`. Exit 3 if a tray did not answer."""
     rack = rack_from(ctx, rack)
     started = time.monotonic()
     snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)

@@ -19,7 +19,7 @@ def command():
 @click.option("--part", help="Show one component and the links through it.")
 @click.pass_context
 def show(ctx, rack, as_json, part):
-    """Show the rack's components and links (CONTRACT.md's JSON with --json)."""
+    """Show the rack's components and links (the JSON of README, Topology, with --json)."""
     topology = topology_for(rack_from(ctx, rack))
     if part:
         component = topology.components.get(part) or topology.components.get(f"{topology.rack}/{part}")
