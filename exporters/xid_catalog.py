@@ -5,14 +5,14 @@ that the first event of a code is an increase Prometheus can see (a series that 
 shows no `increase()`). The alert rules in exporters/rules/xid.yml group these codes by tier and
 runbook; a test checks that the rules and this table agree.
 
-The table is probes/references/xids.yaml, the catalog the burn-in judge reads too (meanings
-and actions from NVIDIA's resolution buckets, shared/reference/NVML_AND_XID.md); its `alert`
-key is the tier: critical pages, warning needs a look, info is counted and never alerted.
+The table is NVIDIA's XID catalog (probes/references/xids.yaml, read by probes/xids.py), the
+one the burn-in judge reads too: each XID's tier follows its immediate resolution bucket —
+critical pages, warning needs a look, info is counted and never alerted.
 """
 
 from dataclasses import dataclass
 
-from probes.judge import xid_catalog
+from probes.xids import rulings
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Xid:
 
 
 def _load():
-    return {code: Xid(code, entry["meaning"], entry["alert"], entry["runbook"]) for code, entry in xid_catalog().items()}
+    return {code: Xid(code, ruling.meaning, ruling.alert, ruling.runbook) for code, ruling in rulings().items()}
 
 
 XIDS = _load()

@@ -1,6 +1,6 @@
 """`python -m probes run|snapshot|collective`: the tray probe's command line (docs/probe-output.md).
 
-Prints one JSON document (`--json`) or a short summary, and exits with CONTRACT.md's codes:
+Prints one JSON document (`--json`) or a short summary, and exits with opsctl's exit codes (README, A tour of the commands):
 0 every check passed, 1 a check failed, 2 bad usage or no NVML library, 3 incomplete.
 """
 
@@ -19,7 +19,7 @@ EXIT_USAGE, EXIT_INCOMPLETE = 2, 3
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit 2 (CONTRACT.md)."""
+    """argparse, but a usage error is one line on stderr and exit 2 as opsctl's exit codes promise."""
 
     def error(self, message):
         sys.stderr.write(f"probes: {message} (see: {self.prog} --help)\n")  # prog: "python -m probes [run]"

@@ -35,6 +35,8 @@ class TrayBackend:
     clock: Any  # now() and sleep(): wall time, or the simulator's
     switch: Any = None  # a switch reader on a switch tray
     open_devices: Callable[[], dict] = field(default=lambda: {})  # {nvml index: compute device}
+    # The kernel log since a clock time: (lines, None), or ([], why it cannot be read).
+    kernel_log: Callable[[float], tuple] = field(default=lambda since: ([], "no kernel log on this backend"))
 
     def close(self):
         if self.nvml is not None:
@@ -91,7 +93,8 @@ def _open_sim(sim_spec, tray, stdin):
     nvml.nvmlInit()
     gpus = rack.trays[tray].gpus
     return TrayBackend("sim", tray, nvml, rack.clock,
-                       open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)})
+                       open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)},
+                       kernel_log=lambda since: rack.kernel_log(tray, since))
 
 
 # --- real GPUs ---------------------------------------------------------------------------------------
@@ -111,7 +114,10 @@ def _open_nvml(tray):
     except pynvml.NVMLError as error:
         # A driver that is there but not answering is a sick tray, not a usage error.
         raise BackendError(f"NVML failed to initialise: {error}", exit_code=3) from None
-    return TrayBackend("nvml", tray, pynvml, WallClock(), open_devices=lambda: _cuda_devices(pynvml))
+    from probes.kernel_log import read_kernel_log
+
+    return TrayBackend("nvml", tray, pynvml, WallClock(), open_devices=lambda: _cuda_devices(pynvml),
+                       kernel_log=read_kernel_log)
 
 
 def _cuda_devices(nvml):

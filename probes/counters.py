@@ -1,18 +1,25 @@
 """Counters over a window: what changed between two NVML readings of a GPU.
 
 Judging uses deltas, never lifetime totals: healthy links carry counts from the factory and
-earlier jobs (NVML_AND_XID.md: "Judge deltas over the burn-in window, not lifetime totals").
+earlier jobs (DCGM's health watch judges the change over its window too, never lifetime totals).
 A counter that went backwards (driver reload, GPU reset) has no delta, not a negative one.
 """
 
 ECC_KEYS = ("corrected_volatile", "uncorrected_volatile", "corrected_aggregate", "uncorrected_aggregate")
-# The snapshot's counters (CONTRACT.md) and where each comes from in a link reading.
+# The link-health snapshot's counters (README, Triage and fault localization; docs/probe-output.md) and where each comes from in a link reading.
 SNAPSHOT_COUNTERS = {
     "crc_errors": "crc_errors",
     "replay_errors": "replay_errors",
     "recovery_errors": "recovery_errors",
     "symbol_errors": "symbol_errors",
     "link_down_events": "recovery_failed",  # each drop of the link is a failed recovery (NVLink 5)
+    # NVLink 5's own counters, under their reading names (rules.yaml judges each).
+    "rcv_errors": "rcv_errors",
+    "malformed_packet_errors": "malformed_packet_errors",
+    "buffer_overrun_errors": "buffer_overrun_errors",
+    "local_link_integrity_errors": "local_link_integrity_errors",
+    "effective_errors": "effective_errors",
+    "recovery_successful": "recovery_successful",
 }
 
 
@@ -76,13 +83,17 @@ def gpu_window(before, after, xids, window_s=None):
         "links": links,
         "xids": xids,
         "fabric": after.fabric,
+        "recovery_action": after.recovery_action,
     }
 
 
 def snapshot_link(gpu_index, link):
-    """A `link_window` as a row of the snapshot document (counters that NVML gave, only)."""
+    """A `link_window` as a row of the snapshot document (counters that NVML gave, only; the
+    effective BER where the GPU reports one)."""
     row = {"gpu": gpu_index, "port": link["port"], "side": "gpu", "state": link["state"]}
     for name, source in SNAPSHOT_COUNTERS.items():
         if source in link["deltas"]:
             row[name] = link["deltas"][source]
+    if link.get("effective_ber") is not None:
+        row["effective_ber"] = link["effective_ber"]
     return row

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from probes.compute import DTYPES
+from probes import xids
 from probes.gemm import TOLERANCE_SOURCE
 
 REFERENCES = Path(__file__).parent / "references"
@@ -22,7 +23,8 @@ OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
 GPU_BURN_SOURCE = ("gpu-burn's check: every result compared element by element with the first; cuBLAS "
                    "results are bit-wise reproducible on one GPU (cuBLAS documentation, Results reproducibility)")
 PEER_COPY_SOURCE = "a pair of GPUs that cannot copy to each other has no NVLink path (links down, fabric not routing)"
-LOST_SOURCE = "NVML_AND_XID.md: GPU_IS_LOST / XID 79, the GPU fell off the bus: reboot the machine"
+LOST_SOURCE = ("NVML NVML_ERROR_GPU_IS_LOST; NVIDIA XID catalog: XID 79, GPU has fallen off the bus, immediate RESTART_BM "
+               "(reboot the machine)")
 
 
 class ReferencesError(ValueError):
@@ -59,7 +61,7 @@ def _load(path):
 def check_sku_references(data, path):
     """Refuse a references file that would silently judge nothing: unknown keys, figures that
     are not positive numbers or lack their source, no figure at all."""
-    known = {"sku", "names", "gemm", *FIGURES}
+    known = {"sku", "names", "pci_device_ids", "nvlink_generation", "fabric_required", "gemm", *FIGURES}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ReferencesError(f"{path}: unknown key {unknown[0]!r} (a references file holds {', '.join(sorted(known))})")
@@ -85,26 +87,31 @@ def check_sku_references(data, path):
         raise ReferencesError(f"{path}: names must be a list of GPU names as NVML reports them")
 
 
-def xid_catalog():
-    """{xid: {meaning, action, verdict, alert, runbook}} — the one XID catalog (xids.yaml)."""
-    return _load(REFERENCES / "xids.yaml")["xids"]
-
-
 def sku_files():
     return sorted(p for p in REFERENCES.glob("*.yaml") if p.name not in SHARED_FILES)
 
 
-def load_references(gpu_name=None, path=None, sku=None):
-    """The rules, the XID catalog and the figures for the GPU model named `gpu_name` (what
-    NVML reports) or `sku` (h100, gb200…), or those of the file `path`."""
+def load_references(gpu_name=None, path=None, sku=None, device_id=None):
+    """The rules, the XID catalog and the figures for the GPU model: by `sku` (h100, gb200…),
+    else by its PCI device id as NVML reports it (`device_id`, "2330"), else by the name NVML
+    reports; or those of the file `path`. The device id decides where it is known: an H100 NVL
+    or H200 NVL is named like the SXM part but is another SKU (DCGM's diag-skus.yaml tells them
+    apart by device id), and gets no SXM figures."""
     rules, xids = _load(REFERENCES / "rules.yaml"), _load(REFERENCES / "xids.yaml")
     if path is not None:
         sku = _load(path)
         check_sku_references(sku, path)
         return References(sku, rules, xids, str(path))
+    device_id = device_id.lower() if isinstance(device_id, str) else None
     for file in sku_files():
         data = _load(file)
-        if (sku and data.get("sku") == sku) or (gpu_name and any(gpu_name.startswith(n) for n in data.get("names", []))):
+        if sku:
+            found = data.get("sku") == sku
+        elif device_id:
+            found = device_id in [str(d).lower() for d in data.get("pci_device_ids", [])]
+        else:
+            found = bool(gpu_name) and any(gpu_name.startswith(n) for n in data.get("names", []))
+        if found:
             return References(data, rules, xids, f"probes/references/{file.name}")
     return References(None, rules, xids)
 
@@ -201,8 +208,15 @@ def _under_load_checks(component, under_load, refs):
     reason = (f"clocks held down under load by {', '.join(bad)} (max {under_load.get('temperature_c_max')} °C, "
               f"SM clock median {under_load.get('sm_clock_mhz_median')} MHz)" if bad
               else f"no throttling under load ({', '.join(seen) or 'no clock event reasons'})")
-    return [check("under_load.clocks_event_reasons", component, "fail" if bad else "pass", bad, rule["fail"],
-                  "clock event reasons", "any of", rule["source"], reason)]
+    checks = [check("under_load.clocks_event_reasons", component, "fail" if bad else "pass", bad, rule["fail"],
+                    "clock event reasons", "any of", rule["source"], reason)]
+    if under_load.get("temperature_c_max") is None and refs.sku is not None:
+        # Every GPU model with a reference file reports its temperature: without it the rack
+        # cannot tell a hot GPU from its siblings.
+        checks.append(check("under_load.temperature", component, "incomplete", None, None, "°C", "unread",
+                            "NVML nvmlDeviceGetTemperatureV / nvmlDeviceGetTemperature (NVML_TEMPERATURE_GPU)",
+                            "the GPU's temperature could not be read under load (neither NVML call answered)"))
+    return checks
 
 
 def _nvlink_checks(component, nvlink, refs):
@@ -255,16 +269,38 @@ def _counter_checks(component, counters, refs, lost=False):
     rules = refs.rules
     links = counters.get("links") or []
     window = counters.get("window_s") or 0.0
+    sku = refs.sku or {}
     checks = []
-    expected = (refs.sku or {}).get("nvlink_links")
+    expected = sku.get("nvlink_links")
     if expected and not lost:  # a lost GPU answers nothing: gpu.lost fails it already
         checks.append(_link_count_check(component, links, expected))
     if links:
         checks += link_rule_checks(links, window, rules, gpu_link(component), component)
-    checks += _memory_checks(component, counters, rules)
-    checks += _fabric_checks(component, counters.get("fabric"), rules)
+        if sku.get("nvlink_generation") and not lost:
+            checks += _required_counter_checks(component, links, sku["nvlink_generation"], rules)
+    if not lost:
+        checks += _memory_checks(component, counters, rules, required=refs.sku is not None)
+        checks += _fabric_checks(component, counters.get("fabric"), rules, required=bool(sku.get("fabric_required")))
+        checks += _recovery_action_checks(component, counters.get("recovery_action"), rules)
     checks += xid_checks(component, counters.get("xids") or [], refs.xids)
     return checks
+
+
+def _required_counter_checks(component, links, generation, rules):
+    """The counters every GPU of this NVLink generation must report. One it does not report
+    (NOT_SUPPORTED, a driver that is too old) leaves its rule unjudged: incomplete, never a pass."""
+    required = rules["nvlink_required"].get(generation) or rules["nvlink_required"].get(str(generation)) or []
+    missing = {}
+    for link in links:
+        for counter in required:
+            if counter not in link["deltas"]:
+                missing.setdefault(counter, []).append(link["port"])
+    if not missing:
+        return [check("nvlink.counters_read", component, "pass", [], required, "counters", "missing",
+                      rules["nvlink_required_source"], f"every NVLink {generation} counter read on all {len(links)} links")]
+    what = "; ".join(f"{counter} on {len(ports)} of {len(links)} links" for counter, ports in missing.items())
+    return [check("nvlink.counters_read", component, "incomplete", sorted(missing), required, "counters", "missing",
+                  rules["nvlink_required_source"], f"NVLink {generation} counters not reported, their rules not judged: {what}")]
 
 
 def _link_count_check(component, links, expected):
@@ -325,14 +361,19 @@ def switch_checks(links, window_s, refs):
     return checks
 
 
-def _memory_checks(component, counters, rules):
+def _memory_checks(component, counters, rules, required=True):
     checks = []
     ecc = counters.get("ecc") or {}
+    window = counters.get("window_s") or 0.0
     for key, rule in rules["ecc"].items():
         if key in ecc:
             checks.append(compare(f"ecc.{key}", component, ecc[key], ">", 0, "errors in window", rule["source"],
-                                  f"{ecc[key]} {key.replace('_', ' ')} ECC errors in {counters['window_s']:.0f} s",
+                                  f"{ecc[key]} {key.replace('_', ' ')} ECC errors in {window:.0f} s",
                                   bad=rule["verdict"]))
+        elif required:
+            checks.append(check(f"ecc.{key}", component, "incomplete", None, 0, "errors in window", ">",
+                                rules["ecc_required_source"],
+                                f"{key.replace('_', ' ')} ECC errors could not be read (ECC disabled or not supported)"))
     rows = counters.get("remapped_rows")
     if rows is not None:
         bad = [what for what in ("pending", "failure") if rows.get(what)]
@@ -340,42 +381,75 @@ def _memory_checks(component, counters, rules):
                             rules["remapped_rows"]["source"],
                             f"row remapping {' and '.join(bad)} ({rows['uncorrected']} rows remapped for uncorrectable errors)"
                             if bad else f"no remap pending ({rows['corrected']} + {rows['uncorrected']} rows remapped)"))
+    elif required:
+        checks.append(check("memory.remapped_rows", component, "incomplete", None, ["pending", "failure"], "remap state",
+                            "any of", rules["remapped_rows"]["source"], "remapped rows could not be read"))
     pages = counters.get("retired_pages")
     if pages and pages.get("pending") is not None:
-        checks.append(check("memory.retired_pages", component, "fail" if pages["pending"] else "pass", pages["pending"], False,
-                            "pending", "==", rules["retired_pages"]["source"],
-                            "pages pending retirement" if pages["pending"] else "no page retirement pending"))
+        rule = rules["retired_pages"]
+        retired = (pages.get("single_bit") or 0) + (pages.get("double_bit") or 0)
+        bad = [what for what, hit in (("pending", pages["pending"]), (f"{retired} retired", retired >= rule["max"])) if hit]
+        checks.append(check("memory.retired_pages", component, "fail" if bad else "pass", bad,
+                            ["pending", f"{rule['max']} retired"], "retirement", "any of", rule["source"],
+                            f"page retirement: {', '.join(bad)}" if bad
+                            else f"no page retirement pending ({retired} pages retired, fails at {rule['max']})"))
     return checks
 
 
-def _fabric_checks(component, fabric, rules):
-    if not fabric or fabric.get("state") == "not_supported":
-        return []
+def _fabric_checks(component, fabric, rules, required=False):
+    """NVLink fabric registration (nvmlDeviceGetGpuFabricInfoV) by DCGM's fabric rule: the
+    state, then — only once it is completed — its status, the health mask and summary."""
     rule = rules["fabric"]
-    health = fabric.get("health") or {}
-    failing = [flag for flag in rule["fail_flags"] if health.get(flag)]
-    warning = [flag for flag in rule["warn_flags"] if health.get(flag)]
-    if fabric["state"] != "completed" or fabric.get("summary") == "unhealthy":
-        failing.insert(0, f"state {fabric['state']}, summary {fabric.get('summary')}")
-    verdict = "fail" if failing else "warn" if warning else "pass"
-    return [check("fabric.health", component, verdict, failing + warning, "completed, no health flags", "fabric state", "!=",
-                  rule["source"], f"fabric: {', '.join(failing + warning)}" if failing or warning
+    if not fabric or fabric.get("state") == "not_supported":
+        if not required:
+            return []
+        return [check("fabric.health", component, "incomplete", None, "completed", "fabric state", "!=", rule["source"],
+                      "the NVLink fabric state could not be read, where this GPU model registers with a fabric")]
+    state = fabric.get("state")
+    found = {"fail": [], "warn": []}
+    verdict = rule["states"].get(state, "fail")
+    if verdict != "pass":
+        found[verdict].append(f"state {state}")
+    if state == "completed":
+        if fabric.get("status") not in (None, 0):
+            found["fail"].append(f"status {fabric['status']} (not NVML_SUCCESS)")
+        health = fabric.get("health") or {}
+        found["fail"] += [flag for flag in rule["fail_flags"] if health.get(flag)]
+        summary = rule["summaries"].get(fabric.get("summary"))
+        if summary in ("fail", "warn"):
+            found[summary].append(f"summary {fabric['summary']}")
+    bad = found["fail"] + found["warn"]
+    verdict = "fail" if found["fail"] else "warn" if found["warn"] else "pass"
+    return [check("fabric.health", component, verdict, bad, "completed, status success, no health flags", "fabric state",
+                  "!=", rule["source"], f"fabric: {', '.join(bad)}" if bad
                   else f"fabric registration completed, clique {fabric.get('clique_id')}")]
 
 
+def _recovery_action_checks(component, action, rules):
+    """NVML's GPU recovery action (the driver's ask after an XID; XID 154 says it changed)."""
+    if action is None:
+        return []
+    rule = rules["recovery_action"]
+    verdict = "fail" if action in rule["fail"] else "warn" if action in rule["warn"] else "pass"
+    return [check("gpu.recovery_action", component, verdict, action, rule["fail"] + rule["warn"], "recovery action", "any of",
+                  rule["source"], f"the driver asks for: {action.replace('_', ' ')}" if verdict != "pass"
+                  else f"no recovery action pending ({action})")]
+
+
 def xid_checks(component, events, catalog):
-    counts = {}
+    """One check per XID code logged in the window, ruled by NVIDIA's catalog (probes/xids.py);
+    an NVLink 5 event that carries its kernel log line's registers is decoded by them."""
+    groups = {}
     for event in events:
-        counts[event["xid"]] = counts.get(event["xid"], 0) + 1
+        key = (event["xid"], event.get("intr_info"), event.get("error_status"), event.get("driver_major"))
+        groups[key] = groups.get(key, 0) + 1
     checks = []
-    for xid, count in sorted(counts.items()):
-        entry = catalog["xids"].get(xid)
-        if entry is None:
-            checks.append(check("xid", component, "warn", xid, None, "XID", "logged", catalog["source"],
-                                f"XID {xid} logged {count}× in the window: not in the catalog"))
-            continue
-        checks.append(check("xid", component, entry["verdict"], xid, None, "XID", "logged", catalog["source"],
-                            f"XID {xid} ({entry['meaning']}) logged {count}× in the window; action: {entry['action']}"))
+    for (code, intr_info, status, driver), count in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
+        ruling = xids.rule(code, intr_info, status, driver)
+        name = f"{ruling.mnemonic}, {ruling.meaning}" if ruling.mnemonic else ruling.meaning
+        decoded = f"; {ruling.decoded}" if ruling.decoded else ""
+        checks.append(check("xid", component, ruling.verdict, code, ruling.bucket, "XID", "logged", ruling.source,
+                            f"XID {code} ({name}{decoded}) logged {count}× in the window; action: {ruling.action}"))
     if not checks:
         checks.append(check("xid", component, "pass", [], None, "XID", "logged", catalog["source"], "no XID in the window"))
     return checks

@@ -20,6 +20,7 @@ from probes import gemm, membw, nvlink_bw
 from probes.compute import DTYPES, DeviceError
 from probes.counters import gpu_window
 from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
+from probes.kernel_log import NVLINK5_XIDS, attach_registers, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.snapshot import FORMAT
 from probes.switch_reader import switch_window
@@ -135,20 +136,23 @@ class TrayRun:
         devices = backend.open_devices() if self.plan else {}  # first: a tray that cannot load fails fast
         reader = NvmlReader(backend.nvml, now=backend.clock.now)
         # XIDs from the start: the window opens before the first reading, not after it.
+        started = backend.clock.now()
         watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
         document["system"] = reader.system()
         before = reader.read_all()
         gpu_name = next((r.name for r in before if r.name), None)
-        refs = load_references(gpu_name, options.references)
+        device_id = next((r.pci_device_id for r in before if r.pci_device_id), None)
+        refs = load_references(gpu_name, options.references, device_id=device_id)
         document["system"]["references"] = refs.sku_source
         if refs.sku is None:
             document["skipped"].append({"component": "tray", "what": "reference figures",
-                                        "reason": f"no reference file for {gpu_name!r}: throughput is judged against "
+                                        "reason": f"no reference file for {gpu_name!r} (PCI device {device_id}): throughput is judged against "
                                                   f"the tray's other GPUs only"})
         gpus = [self._gpu_entry(reading) for reading in before]
         self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
         events = watcher.stop() if watcher else []
+        self._decode_nvlink5_xids(document, events, before, started)
         for gpu, first, last in zip(gpus, before, after):
             gpu["after"] = last.to_dict()
             gpu["lost"] = first.lost or last.lost
@@ -185,11 +189,25 @@ class TrayRun:
             outcome = runners[probe](alive, seconds, reader) if alive else ProbeOutcome()
             self._record(document, gpus, probe, seconds, outcome, time.monotonic() - began)
 
+    def _decode_nvlink5_xids(self, document, events, readings, started):
+        """NVLink 5 XIDs (144-150) get their kernel log line's registers, which decide their
+        severity (NVIDIA's XID catalog); where the log cannot be read, say so."""
+        if not any(event["xid"] in NVLINK5_XIDS for event in events):
+            return
+        lines, why = self.backend.kernel_log(started)
+        if why:
+            document["skipped"].append({"component": "tray", "what": "kernel log (XID 144-150 sub-codes)",
+                                        "reason": f"{why}: each NVLink 5 XID is judged by its most severe catalog row"})
+            return
+        attach_registers(events, parse_xid_lines(lines), {r.index: r.pci_bus_id for r in readings if r.pci_bus_id},
+                         document["system"].get("driver_version"))
+
     @staticmethod
     def _gpu_entry(reading):
         return {
             "index": reading.index, "id_hint": f"gpu{reading.index}", "uuid": reading.uuid, "name": reading.name,
-            "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "platform": reading.platform,
+            "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "pci_device_id": reading.pci_device_id,
+            "platform": reading.platform,
             "vbios": reading.vbios, "inforom": reading.inforom, "lost": reading.lost, "before": reading.to_dict(), "failures": [], "incomplete": [],
         }
 

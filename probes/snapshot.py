@@ -1,5 +1,5 @@
 """The tray's link-health snapshot: NVLink counters read twice a window apart, deltas only,
-and the XIDs each GPU logged in between (the tray's part of CONTRACT.md's snapshot). A switch
+and the XIDs each GPU logged in between (the tray's part of the link-health snapshot). A switch
 tray's snapshot is its ports, the far ends of the same links ("side": "switch").
 """
 
@@ -19,8 +19,7 @@ def take_snapshot(nvml, window_s, clock=None, tray=None):
     now, sleep = (clock.now, clock.sleep) if clock is not None else (time.time, time.sleep)
     reader = NvmlReader(nvml, now=now)
     # No polling thread: the window is spent waiting on NVML's event set, so a simulated clock
-    # moves only by that wait, and each XID carries the moment it came (the origin of a burst
-    # logs first; NVML_AND_XID.md).
+    # moves only by that wait, and each XID carries the moment it came.
     watcher = XidWatcher(nvml, reader.handles, now=now).start(poll=False)
     before = reader.read_all(identity=False)
     watcher.collect_for(window_s, sleep)

@@ -49,13 +49,11 @@ def test_the_whole_rack_burns_in_over_ssh_and_the_verdict_names_every_fault(rack
     # Both ends of a bad link were read: the GPU's and the switch tray's.
     row = next(r for r in summary["links"] if r["id"] == "rack07/ct05/gpu1/nvl07")
     assert row["deltas"]["replay_errors"] > 0 and row["switch_deltas"]["replay_errors"] > 0
-    # The flapping link's XID 149 is charged to the link; the XID 145 it makes every other GPU
-    # log is recorded as its echo, not 71 GPU faults.
+    # The flapping link's XID 149 is charged to the link, not its GPU; no other GPU logs one.
     link_down = next(c for c in summary["checks"] if c["check"] == "xid" and c["value"] == 149)
     assert link_down["component"] == "rack07/ct07/gpu0/nvl13" and link_down["verdict"] == "fail"
-    echoes = [c for c in summary["checks"] if c["check"] == "xid" and c["value"] == 145]
-    assert len(echoes) >= 60 and all(c["verdict"] == "pass" and "downstream of rack07/ct07/gpu0/nvl13" in c["reason"]
-                                     for c in echoes)
+    logged = {c["component"]: c["value"] for c in summary["checks"] if c["check"] == "xid" and c["value"]}
+    assert set(logged) <= {"rack07/ct07/gpu0/nvl13", "rack07/ct17/gpu1"}  # 149, and the row remap's 63
     # Every judged thing says what, reading, threshold and source.
     for check in summary["checks"]:
         assert check["component"].startswith("rack07") and check["source"] and check["verdict"]

@@ -1,6 +1,6 @@
 """Fault localization on simulated racks: each snapshot is taken by the tray's own snapshot code
 over the simulated NVML, then localized. What must hold: the right part first with a high
-score, nothing blamed on a healthy rack, downstream XIDs not taken for faults, unread trays
+score, nothing blamed on a healthy rack, an NVLink XID pointing at its own GPU's links, unread trays
 neither healthy nor faulty, Occam both ways, and every suspect saying what to do."""
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from opsctl.localize import localize_snapshot, localize_verdicts
-from opsctl.localize.evidence import nvlink_origins
+from opsctl.localize.evidence import nvlink_xid_gpus
 from opsctl.localize.simulated import TraySnapshotCache, simulated_snapshot
 from opsctl.simulation import compile_rack_spec
 from opsctl.simulation.scenario import load_scenario, scenario_from_text
@@ -47,10 +47,9 @@ def test_the_seeded_rack_names_its_three_link_faults(seeded):
     assert seeded["status"] == "faulty" and not seeded["healthy"]
 
 
-def test_downstream_xids_are_echoes_not_faults(seeded):
-    # The flapping link makes all 71 other GPUs log XID 145: none of them is a suspect.
-    assert seeded["xids"]["origins"] == ["rack07/ct07/gpu0"]
-    assert seeded["xids"]["downstream_gpus"] == 71
+def test_the_flapping_links_xid_points_at_its_link_not_its_gpu(seeded):
+    # The flap makes its own GPU log XID 149 (and nothing else logs one: NVIDIA documents no echo).
+    assert seeded["xids"]["nvlink_xid_gpus"] == ["rack07/ct07/gpu0"]
     assert not any(s["kind"] == "gpu" for s in seeded["suspects"])
 
 
@@ -68,7 +67,9 @@ def test_every_suspect_says_what_to_do_and_why(seeded):
     assert "drops" in flap["evidence"][0] and "at the GPU end" in flap["evidence"][0] and "at the switch end" in flap["evidence"][0]
 
 
-@pytest.mark.parametrize("noise", ["{crc_per_s: 0.002, replay_per_s: 0.000002}", "{crc_per_s: 2.0, replay_per_s: 0.0001, ber: 1.0e-13}"])
+# Links differ (the simulator spreads each link's noise lognormally, σ 0.6): at 10/s the noisiest of
+# 1,296 links stays below DCGM's 100/s.
+@pytest.mark.parametrize("noise", ["{crc_per_s: 0.002}", "{crc_per_s: 10.0, ber: 1.0e-13}"])
 def test_a_healthy_rack_has_no_suspects_even_with_in_spec_noise(rack07_topology, noise):
     snap = snapshot_of(f"seed: 1\nnoise: {noise}\n", rack07_topology)
     crc = max(link["crc_errors"] for link in snap["links"])
@@ -84,7 +85,7 @@ def test_a_failed_switch_chip_is_one_fault_not_72(rack07_topology):
     assert chip["component"] == "rack07/st4/sw1" and chip["score"] > 0.95 and len(chip["links"]) == 72
     assert chip["repair"] == "replace_switch_tray" and chip["gpus_idled"] == 72 and chip["gpus_lost_to_training"] == 64
     assert chip["runbook"] == "runbooks/switch-chip.md"
-    assert len(result["xids"]["origins"]) == 72  # every GPU lost port 7 at once
+    assert len(result["xids"]["nvlink_xid_gpus"]) == 72  # every GPU lost port 7 at once
 
 
 def test_partial_symptoms_on_a_cartridge_blame_the_cartridge(rack07_topology):
@@ -114,19 +115,19 @@ def test_three_unrelated_links_in_one_cartridge_stay_three_links(rack07_topology
     assert declared(result) == set(chosen)
 
 
-def test_a_lost_gpu_is_reset_and_its_echoes_ignored(rack07_topology):
+def test_a_lost_gpu_is_reset(rack07_topology):
     result = localize_snapshot(snapshot_of("seed: 1\nfaults:\n  - {kind: gpu_lost, gpu: ct09/gpu2, start_s: 3}\n", rack07_topology),
                                rack07_topology)
     (gpu,) = faults_of(result)
     assert gpu["component"] == "rack07/ct09/gpu2" and gpu["score"] > 0.95
     assert gpu["repair"] == "reset_gpu" and gpu["gpus_idled"] == 1 and gpu["runbook"] == "runbooks/xid-79-fell-off-bus.md"
     assert any("did not answer" in line for line in gpu["evidence"])
-    assert result["xids"]["downstream_gpus"] == 71
 
 
 @pytest.mark.parametrize("fault, action, runbook", [
     ("{kind: xid, gpu: ct11/gpu1, xid: 119, at_s: 4}", "reset_gpu", "runbooks/xid-gsp.md"),
-    ("{kind: row_remap, gpu: ct11/gpu1, uncorrected_rows: 1, failure: true}", "rma_gpu", "runbooks/xid-memory.md"),
+    # XID 64, row remap failure: the catalog's immediate bucket is RESET_GPU (then CONTACT_SUPPORT).
+    ("{kind: row_remap, gpu: ct11/gpu1, uncorrected_rows: 1, failure: true}", "reset_gpu", "runbooks/xid-memory.md"),
 ])
 def test_a_gpu_blamed_on_its_own_xid_gets_the_catalogs_action(rack07_topology, fault, action, runbook):
     result = localize_snapshot(snapshot_of(f"seed: 1\nfaults:\n  - {fault}\n", rack07_topology), rack07_topology)
@@ -166,9 +167,8 @@ def test_switch_side_counters_find_a_fault_on_an_unread_compute_tray(rack07_topo
 
 
 def test_a_fault_no_one_could_read_is_incomplete_never_healthy(rack07_topology, opsctl, tmp_path):
-    """ct05 flaps a link and neither of its ends (ct05, switch tray st2) can be read; the other
-    68 GPUs still log XID 145. Nothing may be blamed on them, and the rack is not called
-    healthy: exit 3."""
+    """ct05 flaps a link and neither of its ends (ct05, switch tray st2) can be read. Nothing may
+    be blamed on the GPUs that were read, and the rack is not called healthy: exit 3."""
     text = ("seed: 1\nfaults:\n  - {kind: tray_unreachable, tray: ct05}\n  - {kind: tray_unreachable, tray: st2}\n"
             "  - {kind: link_flap, link: ct05/gpu2/nvl03, start_s: 2, period_s: 20, down_s: 2}\n")
     path = tmp_path / "snap.json"
@@ -177,7 +177,7 @@ def test_a_fault_no_one_could_read_is_incomplete_never_healthy(rack07_topology, 
     assert result.code == 3
     rack = result.json()["racks"][0]
     assert rack["suspects"] == [] and rack["status"] == "incomplete" and not rack["healthy"]
-    assert rack["xids"]["origins"] == [] and rack["xids"]["downstream_gpus"] == 68
+    assert rack["xids"]["nvlink_xid_gpus"] == []
     assert rack["unread_trays"] == ["ct05", "st2"]
     human = opsctl("localize", path)
     assert human.code == 3 and "not read" in human.out and "ct05, st2" in human.out
@@ -201,14 +201,8 @@ def test_localizing_from_a_judges_verdicts(rack07_topology):
     assert localize_verdicts(rack07_topology, {link: "pass" for link in rack07_topology.links})["suspects"] == []
 
 
-def test_the_origin_of_an_xid_burst_is_who_logged_first():
+def test_every_gpu_that_logs_an_nvlink_xid_points_at_its_own_links():
     t = 1_767_225_600.0
-    # GPU 5 logged 149 first; the others echo with 145, and GPU 9 with a late 149 of its own burst.
-    events = {5: [(149, t)], 6: [(145, t + 0.4)], 7: [(145, t + 2.1)], 9: [(149, t + 1.0)]}
-    origins, downstream = nvlink_origins(events)
-    assert origins == {5} and downstream == {6, 7, 9}
-    # A second incident a minute later has its own origin.
-    events[11] = [(149, t + 60)]
-    assert nvlink_origins(events)[0] == {5, 11}
-    # Without times, 145 is downstream by definition and anything else may be an origin.
-    assert nvlink_origins({1: [(145, None)], 2: [(149, None)]}) == ({2}, {1})
+    # No first-to-log rule: NVIDIA's catalog documents no XID that one link makes other GPUs log.
+    events = {5: [(149, t)], 6: [(145, t + 0.4)], 7: [(13, t + 2.1)], 9: [(74, None)]}
+    assert nvlink_xid_gpus(events) == {5, 6, 9}  # 13 is an application's fault, not an NVLink XID

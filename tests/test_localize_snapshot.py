@@ -37,7 +37,9 @@ def test_a_small_snapshot_names_its_bad_link(opsctl, tmp_path):
     assert result.code == 1
     rack = result.json()["racks"][0]
     first = rack["suspects"][0]
-    assert first["component"] == "rack07/ct03/gpu2/nvl05" and first["kind"] == "link" and first["score"] > 0.9
+    # One failing link read at one end: the rulebook's verdict, not the size of its counts, is the
+    # evidence, so about a tenth of the belief stays with the parts around it (its connector…).
+    assert first["component"] == "rack07/ct03/gpu2/nvl05" and first["kind"] == "link" and first["score"] > 0.85
     assert rack["observed"]["links"] == 1296 and rack["status"] == "faulty"
     assert [s["component"] for s in rack["suspects"] if "alternative_to" not in s] == ["rack07/ct03/gpu2/nvl05"]
     assert first["evidence"][0] == "rack07/ct03/gpu2/nvl05: CRC 90000, replays 400 at the GPU end, in 60 s"

@@ -23,13 +23,18 @@ def verdicts(checks):
     return {(c["check"], c["component"]): c["verdict"] for c in checks}
 
 
+PRIVATE_NOTES = ("FIGURES.md", "NVML_AND_XID.md", "CONTRACT.md", "PRODUCT.md", "ENGINEERING.md", "shared/")
+
+
 def test_every_reference_file_gives_its_figures_with_sources():
     for path in sku_files():
         data = yaml.safe_load(path.read_text())
         for section in ("nvlink_links", "membw", "nvlink_peer", "collective", "gemm"):
             assert section in data, (path.name, section)
         for figure in (data["nvlink_links"], data["membw"], data["nvlink_peer"], data["collective"], *data["gemm"].values()):
-            assert "FIGURES.md" in figure["source"] or "datasheet" in figure["source"], (path.name, figure)
+            # A public source: a datasheet, or docs/sources.md, which names it; never a private note.
+            assert "datasheet" in figure["source"] or "docs/sources.md" in figure["source"], (path.name, figure)
+            assert not any(note in figure["source"] for note in PRIVATE_NOTES), (path.name, figure)
     assert {p.stem for p in sku_files()} == {"h100", "h200", "b200", "gb200"}
     rules = yaml.safe_load((REFERENCES / "rules.yaml").read_text())
     assert all(rule["source"] for rule in rules["link_counters"])
@@ -49,6 +54,45 @@ def test_crc_errors_fail_at_100_per_second(gb200, rate, verdict):
     assert len(crc) == 1 and crc[0]["verdict"] == verdict
     assert crc[0]["component"] == ("gpu1/nvl03" if verdict == "fail" else "gpu1")
     assert "DCGM" in crc[0]["source"] and crc[0]["threshold"] == 100
+
+
+NVLINK5 = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
+           "local_link_integrity_errors", "effective_errors")
+
+
+@pytest.mark.parametrize("counter, check, count, verdict", [
+    *[(c, c, n, v) for c in NVLINK5 for n, v in ((0, "pass"), (1, "fail"))],
+    ("recovery_failed", "link_down_events", 0, "pass"), ("recovery_failed", "link_down_events", 1, "fail"),
+    ("recovery_successful", "recovery_successful", 0, "pass"), ("recovery_successful", "recovery_successful", 1, "warn"),
+    ("replay_errors", "replay_errors", 1, "fail"), ("recovery_errors", "recovery_errors", 1, "fail"),
+])
+def test_each_nvlink_counter_is_judged_at_dcgms_limit(gb200, counter, check, count, verdict):
+    # DCGM_LIMIT_MAX_NVLINK_ERROR = 1: one count in the window is the decision point.
+    links = [link(p, **{counter: 0}) for p in range(18)]
+    links[7] = link(7, **{counter: count})
+    found = verdicts(link_rule_checks(links, 60.0, gb200.rules, gpu_link("gpu0"), "gpu0"))
+    component = "gpu0/nvl07" if verdict != "pass" else "gpu0"
+    assert found[(f"nvlink.{check}", component)] == verdict
+    assert "DCGM" in next(r["source"] for r in gb200.rules["link_counters"] if r["counter"] == counter)
+
+
+@pytest.mark.parametrize("reported, verdict", [(("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
+                                                  "local_link_integrity_errors", "recovery_failed", "recovery_successful"), "pass"),
+                                                (("symbol_errors", "rcv_errors"), "incomplete"), ((), "incomplete")])
+def test_a_blackwell_gpu_that_does_not_report_its_nvlink5_counters_is_incomplete(gb200, reported, verdict):
+    links = [link(p, **{c: 0 for c in reported}) for p in range(18)]
+    checks = judge_gpu({"index": 0, "counters": {"window_s": 60.0, "links": links, "xids": []}}, gb200, {})
+    assert verdicts(checks)[("nvlink.counters_read", "gpu0")] == verdict
+
+
+@pytest.mark.parametrize("name, device, sku", [
+    ("NVIDIA H100 80GB HBM3", "2330", "h100"), ("NVIDIA H100 NVL", "2321", None), ("NVIDIA H100 NVL", "233a", None),
+    ("NVIDIA H200", "2335", "h200"), ("NVIDIA H200 NVL", "233b", None), ("NVIDIA GB200", "2941", "gb200"),
+    ("NVIDIA B200", "2901", "b200"), ("NVIDIA H100 80GB HBM3", None, "h100"),
+])
+def test_the_pci_device_id_tells_sxm_from_nvl_parts(name, device, sku):
+    # DCGM's diag-skus.yaml.in: the NVL parts have their own device ids and figures.
+    assert (load_references(name, device_id=device).sku or {}).get("sku") == sku
 
 
 def test_one_replay_or_a_high_ber_fails_only_its_link(gb200):
@@ -77,13 +121,53 @@ def test_a_gpu_fails_its_link_count_only_for_links_it_does_not_report(gb200, rep
     assert failing_links == {f"gpu0/nvl{p:02d}" for p in down}
 
 
-def test_xids_are_judged_by_the_catalog(gb200):
-    events = [{"xid": 145}, {"xid": 145}, {"xid": 149}, {"xid": 63}, {"xid": 9999}]
-    checks = {c["value"]: c for c in xid_checks("gpu0", events, gb200.xids)}
-    assert checks[149]["verdict"] == "fail" and "NETIR_LINK_DOWN" in checks[149]["reason"]
-    assert checks[145]["verdict"] == "warn" and "2×" in checks[145]["reason"]  # downstream, not the origin
-    assert checks[63]["verdict"] == "warn" and checks[9999]["verdict"] == "warn"
+@pytest.mark.parametrize("code, verdict, bucket", [
+    (140, "fail", "RESET_GPU"),        # catalog: reset now, not at the next drain
+    (150, "fail", "RESET_GPU"),        # NVLink 5 MSE: fatal
+    (149, "fail", "RESET_GPU"),        # no sub-code: the catalog's most severe row for 149
+    (145, "fail", "RESET_GPU"),        # likewise: some RLW units are fatal
+    (147, "warn", "IGNORE"),           # every TREX row is non-fatal
+    (121, "warn", "IGNORE"),           # corrected C2C errors: ignore, contact support — not an RMA
+    (13, "warn", "RESTART_APP"),
+    (63, "warn", "IGNORE"),
+    (79, "fail", "RESTART_BM"),
+    (48, "fail", "WORKFLOW_XID_48"),
+    (154, "warn", "XID_154"),
+    (9999, "fail", None),              # not in the catalog: never a pass
+    (162, "fail", None),               # listed without a resolution: never a pass
+])
+def test_xids_are_judged_by_nvidias_catalog(gb200, code, verdict, bucket):
+    [found] = xid_checks("gpu0", [{"xid": code}, {"xid": code}], gb200.xids)
+    assert (found["verdict"], found["threshold"]) == (verdict, bucket)
+    assert "2×" in found["reason"] and "Xid Catalog" in found["source"]
     assert [c["verdict"] for c in xid_checks("gpu0", [], gb200.xids)] == ["pass"]
+
+
+def _intr_info(unit, version="intrinfo_v2"):
+    """An intrInfo register that fits the decode sheet's mask for `unit` (its "-" bits zero)."""
+    from probes.xids import catalog
+    mask = next(row[version] for row in catalog()["nvlink5_decode"] if row["unit"] == unit)
+    return int(mask.replace("-", "0"), 2)
+
+
+@pytest.mark.parametrize("unit, status, driver, verdict", [
+    ("RLW_REMAP", 0x40, 580, "fail"), ("RLW_REMAP", 0x100, 580, "warn"), ("RLW_TAGSTATE", 0x2, 580, "fail"),
+    ("RLW_TAGSTATE", 0x10000, 580, "warn"), ("RLW_REMAP", 0x100, None, "warn"),
+    ("RLW_REMAP", 0x12345678, 580, "fail"),  # a status no row has: the most severe row
+])
+def test_an_nvlink5_xid_with_its_kernel_log_registers_is_decoded(gb200, unit, status, driver, verdict):
+    event = {"xid": 145, "intr_info": _intr_info(unit), "error_status": status, "driver_major": driver}
+    [found] = xid_checks("gpu0", [event], gb200.xids)
+    assert found["verdict"] == verdict
+    assert (f"unit {unit}" in found["reason"]) == (status != 0x12345678)
+
+
+def test_the_decode_mask_follows_the_drivers_branch():
+    from probes.xids import decode
+    v1, v2 = _intr_info("RLW_REMAP", "intrinfo_v1"), _intr_info("RLW_REMAP", "intrinfo_v2")
+    assert decode(145, v1, 0x40, driver_major=570)["unit"] == "RLW_REMAP"
+    assert decode(145, v2, 0x40, driver_major=580)["unit"] == "RLW_REMAP"
+    assert decode(145, v1, 0x40, driver_major=580) is None or decode(145, v1, 0x40, driver_major=580)["unit"] != "RLW_REMAP"
 
 
 def gpu(index, bf16, membw_gbps=6800.0, **more):
@@ -113,20 +197,65 @@ def test_throttling_and_the_fabric_are_judged(gb200):
     assert found[("gemm.bf16.drop_pct", "gpu1")] == "fail"
     capped = gpu(0, 1950.0, under_load={"clocks_event_reasons": ["sw_power_cap"]})
     assert verdicts(judge_gpu(capped, gb200, {}))[("under_load.clocks_event_reasons", "gpu0")] == "pass"
-    fabric = {"state": "completed", "summary": "limited_capacity", "clique_id": 7,
-              "health": {"degraded_bw": True, "route_recovery": False, "route_unhealthy": False,
-                         "access_timeout_recovery": False}}
-    counters = {"window_s": 60.0, "links": [], "xids": [], "fabric": fabric, "ecc": {"uncorrected_volatile": 0},
+    counters = {"window_s": 60.0, "links": [], "xids": [], "fabric": _fabric(), "ecc": {"uncorrected_volatile": 0, "corrected_volatile": 0},
                 "remapped_rows": {"corrected": 0, "uncorrected": 0, "pending": False, "failure": False}}
     found = verdicts(judge_gpu({"index": 3, "counters": counters}, gb200, {}))
-    assert found[("fabric.health", "gpu3")] == "warn"
+    assert found[("fabric.health", "gpu3")] == "pass"
     assert found[("ecc.uncorrected_volatile", "gpu3")] == "pass" and found[("memory.remapped_rows", "gpu3")] == "pass"
-    fabric["health"]["route_unhealthy"] = True
-    assert verdicts(judge_gpu({"index": 3, "counters": counters}, gb200, {}))[("fabric.health", "gpu3")] == "fail"
     counters["remapped_rows"].update(uncorrected=1, pending=True)
     remap = next(c for c in judge_gpu({"index": 3, "counters": counters}, gb200, {}) if c["check"] == "memory.remapped_rows")
     # The check states what fails it, so a report can print "fails when any of pending, failure".
     assert (remap["verdict"], remap["value"], remap["op"], remap["threshold"]) == ("fail", ["pending"], "any of", ["pending", "failure"])
+
+
+def _fabric(state="completed", status=0, summary="healthy", **flags):
+    health = {"degraded_bw": False, "route_recovery": False, "route_unhealthy": False, "access_timeout_recovery": False,
+              "incorrect_configuration": False, **flags}
+    return {"state": state, "status": status, "summary": summary, "clique_id": 7, "cluster_uuid": "ab" * 16, "health": health}
+
+
+@pytest.mark.parametrize("fabric, verdict", [
+    (_fabric(), "pass"),
+    (_fabric(degraded_bw=True), "fail"), (_fabric(route_recovery=True), "fail"), (_fabric(route_unhealthy=True), "fail"),
+    (_fabric(access_timeout_recovery=True), "fail"), (_fabric(incorrect_configuration=True), "fail"),
+    (_fabric(summary="limited_capacity"), "warn"), (_fabric(summary="unhealthy"), "fail"),
+    (_fabric(status=3), "fail"),                     # completed, but NVML's status is an error
+    (_fabric(state="in_progress", status=3), "warn"),  # status is not read before completion
+    (_fabric(state="not_started"), "fail"),
+    ({"state": "not_supported"}, "incomplete"),      # GB200 must register with its NVL72 fabric
+    (None, "incomplete"),                             # the read failed
+])
+def test_the_fabric_is_judged_by_dcgms_rule(gb200, fabric, verdict):
+    counters = {"window_s": 60.0, "links": [], "xids": [], "fabric": fabric}
+    assert verdicts(judge_gpu({"index": 3, "counters": counters}, gb200, {}))[("fabric.health", "gpu3")] == verdict
+
+
+def test_hopper_without_a_fabric_makes_no_fabric_check():
+    h100 = load_references("NVIDIA H100 80GB HBM3")
+    counters = {"window_s": 60.0, "links": [], "xids": [], "fabric": {"state": "not_supported"}}
+    assert not any(c["check"] == "fabric.health" for c in judge_gpu({"index": 0, "counters": counters}, h100, {}))
+
+
+@pytest.mark.parametrize("missing, verdict", [((), "pass"), (("uncorrected_volatile",), "incomplete")])
+def test_unreadable_ecc_is_incomplete_never_a_pass(gb200, missing, verdict):
+    ecc = {k: 0 for k in ("uncorrected_volatile", "corrected_volatile") if k not in missing}
+    counters = {"window_s": 60.0, "links": [], "xids": [], "ecc": ecc, "remapped_rows": None}
+    found = verdicts(judge_gpu({"index": 0, "counters": counters}, gb200, {}))
+    assert found[("ecc.uncorrected_volatile", "gpu0")] == verdict
+    assert found[("memory.remapped_rows", "gpu0")] == "incomplete"
+
+
+@pytest.mark.parametrize("action, verdict", [("none", "pass"), ("drain_p2p", "warn"), ("drain_and_reset", "warn"),
+                                             ("gpu_reset", "fail"), ("node_reboot", "fail")])
+def test_the_gpu_recovery_action_is_judged_by_dcgms_rule(gb200, action, verdict):
+    counters = {"window_s": 60.0, "links": [], "xids": [], "recovery_action": action}
+    assert verdicts(judge_gpu({"index": 0, "counters": counters}, gb200, {}))[("gpu.recovery_action", "gpu0")] == verdict
+
+
+@pytest.mark.parametrize("retired, pending, verdict", [(62, False, "pass"), (63, False, "fail"), (0, True, "fail")])
+def test_retired_pages_fail_at_dcgms_limit_or_when_pending(gb200, retired, pending, verdict):
+    counters = {"window_s": 60.0, "links": [], "xids": [], "retired_pages": {"single_bit": retired, "double_bit": 0, "pending": pending}}
+    assert verdicts(judge_gpu({"index": 0, "counters": counters}, gb200, {}))[("memory.retired_pages", "gpu0")] == verdict
 
 
 def test_a_references_file_of_ones_own_replaces_the_skus(tmp_path):
@@ -135,3 +264,10 @@ def test_a_references_file_of_ones_own_replaces_the_skus(tmp_path):
     refs = load_references("NVIDIA GB200", strict)
     check = next(c for c in judge_gpu(gpu(0, 1950.0), refs, {}) if c["check"] == "gemm.bf16.tflops")
     assert check["verdict"] == "fail" and check["threshold"] == 2400 and check["source"] == "acceptance criteria v3"
+
+
+@pytest.mark.parametrize("temperature, incomplete", [(71.0, False), (None, True)])
+def test_an_unread_temperature_under_load_is_incomplete(gb200, temperature, incomplete):
+    loaded = gpu(0, 1950.0, under_load={"clocks_event_reasons": [], "temperature_c_max": temperature})
+    found = verdicts(judge_gpu(loaded, gb200, {}))
+    assert (found.get(("under_load.temperature", "gpu0")) == "incomplete") == incomplete

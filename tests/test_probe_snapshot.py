@@ -40,11 +40,10 @@ def test_a_ten_minute_snapshot_on_a_simulated_clock(sim_rack):
     assert bad["side"] == "gpu" and bad["state"] == "up" and bad["link_down_events"] == 0
     others = [row for row in document["links"] if (row["gpu"], row["port"]) != (1, 7)]
     assert all(row["replay_errors"] == 0 and row["crc_errors"] < 100 for row in others)
-    # The flapping link on ct07 makes every other GPU of the domain log XID 145, ct05's too,
-    # each stamped with the moment it came: a little after each of the flaps, 30 s apart.
-    assert all(gpu["reachable"] and {x["xid"] for x in gpu["xids"]} == {145} for gpu in document["gpus"])
-    times = [x["time"] - rack.epoch for x in document["gpus"][0]["xids"]]
-    assert len(times) == 20 and all(2 < t - 30 * k < 5 for k, t in enumerate(times))
+    # The flapping link on ct07 logs its XID on ct07 only: ct05's GPUs log nothing for it.
+    assert all(gpu["reachable"] and gpu["xids"] == [] for gpu in document["gpus"])
+    # The snapshot carries the effective BER NVLink 5 reports, so triage can judge it.
+    assert bad["effective_ber"] == pytest.approx(3.0e-11, rel=0.01)
 
 
 def test_a_lost_gpu_is_unreachable_with_no_links(sim_rack):

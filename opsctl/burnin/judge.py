@@ -13,25 +13,23 @@ trays are missing too. INCOMPLETE (exit 3): nothing failed, but not everything w
 from dataclasses import dataclass, field, replace
 
 from opsctl.burnin.checks import Check, worst
+from opsctl.burnin.fabric_domain import fabric_domain_checks
 from opsctl.burnin.link_health import link_rows, rack_snapshot
 from opsctl.burnin.parts import suspect_parts
 from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from opsctl.localize import evidence
 from opsctl.localize.snapshot import TRAY_UNREAD
 from opsctl.runs.tray_names import tray_label
 
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
-# XIDs a GPU logs when one of its NVLink links fails (NVML_AND_XID.md: 74 NVLink error, 149
-# NVLink 5 link down): the fault is the link, which the link's own counters judge.
-LINK_XIDS = (74, 149)
-# The XID every other GPU of an NVL72 domain logs when one link goes down (NVML_AND_XID.md).
-DOWNSTREAM_XID = 145
-DOWNSTREAM_SOURCE = ("NVML_AND_XID.md: one failing link makes the other GPUs of the domain log downstream XIDs (145); "
-                     "the origin is the link that logged recovery events first, not every GPU that logged an XID")
-# Link checks that say the link went down or retrained: what makes a link an origin.
-ORIGIN_CHECKS = ("nvlink.link_down_events", "nvlink.recovery_errors", "xid")
+# What a GPU reports because of its own failing links, not of itself: the XIDs of NVIDIA's NVLink
+# workflows (74; 144-150 on NVLink 5) and a fabric health mask that says only "bandwidth
+# degraded" (and the limited capacity it sums up to) — which a link down makes true.
+LINK_XIDS = evidence.NVLINK_XIDS
+LINK_FABRIC_FLAGS = ("degraded_bw", "summary limited_capacity")
 EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAILED, INCOMPLETE: EXIT_INCOMPLETE}
-TRAY_SOURCE = "CONTRACT.md: a tray unreachable, a probe crashed or timed out is incomplete, never a pass"
+TRAY_SOURCE = "opsctl's exit codes (README): a tray unreachable, a probe crashed or timed out is incomplete, never a pass"
 
 
 @dataclass
@@ -103,8 +101,8 @@ def judge_rack(rack, topology, documents, outcomes, criteria):
     relative, relative_notes = judge_rack_relative(rack_gpus, criteria)
     notes = readings.notes + relative_notes
     bad = {"fail", "warn"} if criteria.warnings_fail else {"fail"}
-    checks = _link_xids_to_their_link(readings.checks + relative, bad, topology)
-    checks = _explain_downstream_xids(checks, bad, topology)
+    domain = fabric_domain_checks(readings.gpus) if model.is_nvl72 else []
+    checks = _link_symptoms_to_their_links(readings.checks + relative + domain, bad, topology)
 
     links = link_rows(topology, readings.gpus, readings.switch_ports, checks)
     gpus = _gpu_rows(rack, readings.gpus, readings.system, checks)
@@ -171,41 +169,32 @@ def _tray_check(raw, tray_id, rack):
     return check
 
 
-def _link_xids_to_their_link(checks, bad, topology):
-    """A link-down XID on a GPU with exactly one failing link is that link's failure, not the
-    GPU's: the verdict names the link (and the localizer the part), not a healthy GPU."""
+def _link_symptoms_to_their_links(checks, bad, topology):
+    """An NVLink XID, or a fabric 'bandwidth degraded', on a GPU whose own links fail is those
+    links' failure, not the GPU's: the verdict names the link (and the localizer the part), not
+    a healthy GPU. Charged to the GPU's lowest failing link, naming the others; the same every
+    run, whatever the moment of reading."""
     failing_links = {}
     for check in checks:
         if check.verdict in bad and check.component in topology.links:
-            link = topology.links[check.component]
-            failing_links.setdefault(link.gpu, set()).add(link.id)
+            failing_links.setdefault(topology.links[check.component].gpu, set()).add(check.component)
     moved = []
     for check in checks:
-        links = failing_links.get(check.component, set())
-        if check.check == "xid" and check.value in LINK_XIDS and check.verdict in bad and len(links) == 1:
-            [link] = links
-            check = replace(check, component=link, reason=f"{check.reason} — logged by {check.component} "
-                            f"for its link {link}, whose counters fail too")
+        links = sorted(failing_links.get(check.component, ()))
+        if links and check.verdict in bad and _is_link_symptom(check):
+            others = f" (and {', '.join(links[1:])})" if len(links) > 1 else ""
+            check = replace(check, component=links[0], reason=f"{check.reason} — logged by {check.component} "
+                            f"for its link {links[0]}{others}, whose counters fail too")
         moved.append(check)
     return moved
 
 
-def _explain_downstream_xids(checks, bad, topology):
-    """XID 145 on the GPUs of a domain whose origin link failed is the echo, not a fault of each
-    GPU: it passes, saying which link it echoes. Without a failed origin it stays as judged."""
-    origins = sorted({c.component for c in checks if c.verdict in bad and c.component in topology.links
-                      and c.check.removeprefix("switch.") in ORIGIN_CHECKS})
-    if not origins:
-        return checks
-    origin_gpus = {topology.links[link].gpu for link in origins}
-    explained = []
-    for check in checks:
-        if check.check == "xid" and check.value == DOWNSTREAM_XID and check.component not in origin_gpus \
-                and check.verdict != "fail":
-            check = replace(check, verdict="pass", source=DOWNSTREAM_SOURCE,
-                            reason=f"{check.reason} — downstream of {', '.join(origins)}, which failed")
-        explained.append(check)
-    return explained
+def _is_link_symptom(check):
+    if check.check == "xid":
+        return check.value in LINK_XIDS
+    if check.check == "fabric.health":
+        return bool(check.value) and set(check.value) <= set(LINK_FABRIC_FLAGS)
+    return False
 
 
 def _xid_events(reading):

@@ -19,7 +19,7 @@ import numpy as np
 
 from opsctl.errors import InputError
 from opsctl.localize.evidence import (
-    gpu_log_ratio, link_log_ratios, nvlink_origins, origin_log_ratio, verdict_log_ratio,
+    gpu_log_ratio, link_log_ratios, nvlink_xid_gpus, nvlink_xid_log_ratio, verdict_log_ratio,
 )
 from opsctl.localize.parts import part_index_for
 from opsctl.localize.result import LinkDetails, RackResult
@@ -40,22 +40,21 @@ def _index_for_topology(topology):
 
 
 def _evidence(index, log_r, gpu_xids, lost):
-    origins, downstream = nvlink_origins(gpu_xids)
+    nvlink_gpus = nvlink_xid_gpus(gpu_xids)
     gpu_own = np.array([gpu_log_ratio([code for code, _ in gpu_xids.get(g, [])], g in lost) for g in range(len(index.gpu_ids))])
     gpu_origin = np.zeros(len(index.gpu_ids))
-    gpu_origin[list(origins)] = origin_log_ratio()
-    return Evidence(log_r, gpu_own, gpu_origin), origins, downstream
+    gpu_origin[list(nvlink_gpus)] = nvlink_xid_log_ratio()
+    return Evidence(log_r, gpu_own, gpu_origin), nvlink_gpus
 
 
 def _localize_observation(observation, index, mttr, log_r=None):
-    """The rack's result; `log_r` (per link) when the links were judged already, else from its readings."""
+    """The rack's result; `log_r` (per link) when the links were judged already, else each link
+    judged by the rulebook from its readings."""
     if log_r is None:
-        log_r = np.zeros(index.links)
-        for readings in observation.sides.values():
-            log_r += link_log_ratios(readings.counts, readings.state, readings.ber, observation.window_s)
+        log_r = link_log_ratios(observation.sides, observation.window_s)
     lost = lost_gpus(observation, index)
-    evidence, origins, downstream = _evidence(index, log_r, observation.gpu_xids, lost)
-    details = LinkDetails(observation.sides, observation.window_s, observation.gpu_xids, origins, downstream, lost,
+    evidence, nvlink_gpus = _evidence(index, log_r, observation.gpu_xids, lost)
+    details = LinkDetails(observation.sides, observation.window_s, observation.gpu_xids, nvlink_gpus, lost,
                           int(np.sum(observation.gpu_reachable == 1)))
     slots = find_faults(index, evidence)
     result = RackResult(observation.rack, index, evidence, details, mttr)

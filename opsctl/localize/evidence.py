@@ -1,95 +1,104 @@
 """What one snapshot says about each link and each GPU, as likelihood ratios.
 
-For every observed link, log r = log P(reading | link bad) − log P(reading | link healthy);
-for every GPU, the log ratio of its own symptoms (XIDs, lost) under "GPU faulty" vs "healthy".
-A link nobody read has r = 1 (log 0): missing is neither healthy nor faulty.
+Links. Each observed link is judged by the rulebook (probes/references/rules.yaml: DCGM's
+health rules per NVLink generation) exactly as the tray probe judges it: fail when a counter
+breaks a fail rule, the link was down, or its effective BER is above the limit; warn when it
+breaks only a warn rule (a successful NVLink 5 recovery); pass otherwise. The localizer's decision point for a link is therefore the
+rulebook's limit, not a model of its own: 99 CRC errors a second is a pass and 100 a fail, as
+in DCGM. log r = log P(verdict | link bad) − log P(verdict | link healthy) (VERDICT_LIKELIHOODS);
+each end read is a judgment of its own and their log ratios add. A link nobody read has r = 1
+(log 0): missing is neither healthy nor faulty.
 
-Counters. Over a window of T seconds a counter with rate λ counts Poisson(λT). Links differ
-(some healthy links are noisier than others), so λ itself is drawn from a Gamma prior, one for
-healthy links and one for faulty ones, which makes the count negative-binomial. With the same
-shape α in both states the ratio has a closed form and no lgamma:
-
-    log NB_bad(k) − log NB_healthy(k) = k·[log(x_b/(1+x_b)) − log(x_h/(1+x_h))] − α·[log1p(x_b) − log1p(x_h)]
-
-where x = (mean rate / α)·T. A faulty link shows some of its symptoms, not all (a link that
-drops need not count CRC errors), so under "bad" each counter follows the faulty rate with
-probability `shows` and the healthy rate otherwise: r_c = (1 − shows) + shows·NB ratio.
-Counters are independent given the link's state, so their log ratios add; readings from the
-switch end of the same link add too.
-
-The numbers below are opsctl's model; the healthy/faulty boundaries sit where DCGM's health
-rules put them (NVML_AND_XID.md: any replay or recovery fails a link, CRC fails at ≥ 100/s,
-symbol errors after FEC should not appear, BER above 1e-12 fails).
+GPUs. The log ratio of a GPU's own symptoms (XIDs whose catalog bucket fails a GPU, lost)
+under "GPU faulty" vs "healthy"; and the NVLink XIDs it logged, which point at the parts on its
+own links. NVIDIA documents no XID that one failing link makes other GPUs log, so none is
+read as an echo of another GPU's fault.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-# Link counters of CONTRACT's snapshot, in the column order of the arrays below.
-COUNTERS = ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events")
+from probes import xids as xid_catalog
+from probes.judge import load_references
+
+# Link counters of the snapshot, in the column order of the arrays below: CONTRACT's five and
+# the NVLink 5 counters (the reading's names; link_down_events is NVLink 5's failed recovery).
+COUNTERS = ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events",
+            "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors", "local_link_integrity_errors",
+            "effective_errors", "recovery_successful")
+RULE_COUNTER = {"link_down_events": "recovery_failed"}  # snapshot name -> the rulebook's counter
 LOG_R_MIN, LOG_R_MAX = -30.0, 600.0  # beyond these a link is as certain as it gets; keeps exp() finite
+PASS, WARN, FAIL, UNREAD = 0, 1, 2, -1
+VERDICT_CODES = {"pass": PASS, "warn": WARN, "fail": FAIL}
 
 
 @dataclass(frozen=True)
-class CounterModel:
-    healthy_per_s: float  # mean rate on a healthy link
-    faulty_per_s: float  # mean rate on a link that shows this symptom
-    shows: float  # P(a faulty link shows this symptom at the faulty rate)
-    shape: float  # Gamma shape α: how much links differ from each other (small: a lot)
+class CounterRule:
+    column: int
+    per_second: bool
+    op: str
+    threshold: float
+    verdict: int
     source: str
 
 
-COUNTER_MODELS = {
-    "crc_errors": CounterModel(10.0, 3000.0, 0.7, 0.5,
-                               "DCGM health rule: CRC fails at ≥ 100/s (NVML_AND_XID.md), so tens a second are in spec; "
-                               "healthy and faulty rates cross near 60/s"),
-    "replay_errors": CounterModel(1e-4, 1.0, 0.5, 0.5,
-                                  "DCGM health rule: any replay fails a link; a stray replay every few hours is in-spec noise"),
-    "recovery_errors": CounterModel(1e-6, 0.1, 0.3, 0.5, "DCGM health rule: any recovery fails a link"),
-    "symbol_errors": CounterModel(1e-6, 10.0, 0.3, 0.5, "symbol errors after FEC should not appear at all (NVML_AND_XID.md)"),
-    "link_down_events": CounterModel(1e-7, 0.01, 0.3, 0.5, "a healthy link does not drop; a flapping one drops every few minutes"),
-}
-# A link read as down: P(down | faulty), P(down | healthy).
-STATE_DOWN = (0.3, 1e-7)
-# Effective BER above DCGM's 1e-12: P(above | faulty), P(above | healthy).
-BER_LIMIT = 1e-12
-BER_ABOVE = (0.5, 1e-3)
-SOURCE = "opsctl localizer: likelihood model in opsctl/localize/evidence.py, thresholds of DCGM's health rules (NVML_AND_XID.md)"
+@lru_cache(maxsize=1)
+def link_rules():
+    """(counter rules by snapshot column, effective-BER rule) from the rulebook."""
+    rules = load_references().rules
+    by_counter = {rule["counter"]: rule for rule in rules["link_counters"]}
+    found = []
+    for column, name in enumerate(COUNTERS):
+        rule = by_counter.get(RULE_COUNTER.get(name, name))
+        if rule is not None:
+            found.append(CounterRule(column, bool(rule.get("per_second")), rule["op"], float(rule["threshold"]),
+                                     VERDICT_CODES[rule["verdict"]], rule["source"]))
+    return tuple(found), rules["effective_ber"]
 
 
-def counter_log_ratio(counts, window_s, model):
-    """log r for one counter: counts is an array (NaN where not read) over a window of window_s."""
-    alpha = model.shape
-    x_h = model.healthy_per_s / alpha * window_s
-    x_b = model.faulty_per_s / alpha * window_s
-    per_count = np.log(x_b / (1 + x_b)) - np.log(x_h / (1 + x_h))
-    missing = np.isnan(counts)
-    nb = np.where(missing, 0.0, counts) * per_count - alpha * (np.log1p(x_b) - np.log1p(x_h))
-    mixed = np.logaddexp(np.log1p(-model.shows), np.log(model.shows) + nb)
-    return np.where(missing, 0.0, mixed)
+_OPS = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
 
 
-def link_log_ratios(counts, state, ber, window_s):
-    """Per-link log r from one side's readings.
+def side_verdicts(counts, state, ber, window_s):
+    """Per-link verdict codes from one end's readings, by the rulebook.
 
     counts: (links × COUNTERS) float array, NaN where not read; state: int8 array, 1 down,
-    0 up, −1 not read; ber: float array, NaN where not read."""
-    total = np.zeros(counts.shape[0])
-    for column, name in enumerate(COUNTERS):
-        total += counter_log_ratio(counts[:, column], window_s, COUNTER_MODELS[name])
-    p_bad, p_healthy = STATE_DOWN
-    total += np.where(state == 1, np.log(p_bad / p_healthy), np.where(state == 0, np.log((1 - p_bad) / (1 - p_healthy)), 0.0))
-    p_bad, p_healthy = BER_ABOVE
-    above = ber > BER_LIMIT
-    total += np.where(np.isnan(ber), 0.0, np.where(above, np.log(p_bad / p_healthy), np.log((1 - p_bad) / (1 - p_healthy))))
+    0 up, −1 not read; ber: float array, NaN where not read. UNREAD where nothing was read."""
+    counter_rules, ber_rule = link_rules()
+    verdict = np.full(counts.shape[0], UNREAD, dtype=np.int8)
+    read = (state >= 0) | ~np.isnan(ber) | np.any(~np.isnan(counts), axis=1)
+    verdict[read] = PASS
+    for rule in counter_rules:
+        values = counts[:, rule.column]
+        if rule.per_second:
+            values = values / window_s if window_s > 0 else np.full_like(values, np.nan)
+        with np.errstate(invalid="ignore"):
+            broken = _OPS[rule.op](values, rule.threshold) & ~np.isnan(values)
+        verdict[broken] = np.maximum(verdict[broken], rule.verdict)
+    verdict[state == 1] = FAIL
+    with np.errstate(invalid="ignore"):
+        verdict[_OPS[ber_rule["op"]](ber, float(ber_rule["threshold"])) & ~np.isnan(ber)] = FAIL
+    return verdict
+
+
+def link_log_ratios(sides, window_s):
+    """Per-link log r: each end's verdict is a reading of its own (the GPU's and the switch's
+    counters are separate), so their log ratios add, as the counters' own evidence would."""
+    total = None
+    for readings in sides.values():
+        codes = side_verdicts(readings.counts, readings.state, readings.ber, window_s)
+        log_r = verdict_codes_log_ratio(codes)
+        total = log_r if total is None else total + log_r
     return total
 
 
-# --- link verdicts (a burn-in judge's pass/fail per link instead of raw counters) -------------
+# --- link verdicts -------------------------------------------------------------------------
 # P(verdict | link bad), P(verdict | link healthy): how well a judge built on DCGM's rules tells them apart.
 VERDICT_LIKELIHOODS = {"fail": (0.95, 1e-5), "warn": (0.3, 0.01), "pass": (0.05, 1.0 - 1e-5 - 0.01)}
-VERDICT_SOURCE = "opsctl localizer: a judge on DCGM's rules misses 5% of bad links and fails 1 healthy link in 100,000 (estimate)"
+SOURCE = ("opsctl localizer: each link judged by the rulebook (DCGM's health rules, probes/references/rules.yaml); "
+          "a judge on those rules is taken to miss 5% of bad links and fail 1 healthy link in 100,000 (opsctl's estimate)")
 
 
 def verdict_log_ratio(verdict):
@@ -98,13 +107,22 @@ def verdict_log_ratio(verdict):
     return 0.0 if likelihoods is None else float(np.log(likelihoods[0] / likelihoods[1]))
 
 
+_LOG_R_BY_CODE = {UNREAD: 0.0, PASS: verdict_log_ratio("pass"), WARN: verdict_log_ratio("warn"), FAIL: verdict_log_ratio("fail")}
+
+
+def verdict_codes_log_ratio(codes):
+    """log r per link from verdict codes (UNREAD, PASS, WARN, FAIL)."""
+    table = np.array([_LOG_R_BY_CODE[UNREAD], _LOG_R_BY_CODE[PASS], _LOG_R_BY_CODE[WARN], _LOG_R_BY_CODE[FAIL]])
+    return table[codes.astype(np.int64) + 1]
+
+
 # --- XIDs -------------------------------------------------------------------------------------
-NVLINK_XIDS = frozenset({74, 144, 145, 146, 147, 148, 149, 150})
-DOWNSTREAM_XID = 145  # what the other GPUs of an NVL72 domain log when one link drops
-BURST_GAP_S = 10.0  # NVLink XIDs further apart than this are separate incidents
-ORIGIN_TOLERANCE_S = 0.1  # the origin logs first; the domain follows "a moment later"
-# An origin NVLink XID on a GPU: P(logged | a part on the GPU's links is faulty), P(logged | not).
-ORIGIN_XID = (0.5, 1e-3)
+# The XIDs of NVIDIA's NVLink workflows (catalog buckets WORKFLOW_NVLINK_ERR, WORKFLOW_NVLINK5_ERR):
+# the GPU that logs one has a problem on its own NVLink links.
+NVLINK_BUCKETS = ("WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR")
+NVLINK_XIDS = frozenset(code for code, entry in xid_catalog.catalog()["xids"].items() if entry["immediate"] in NVLINK_BUCKETS)
+# An NVLink XID on a GPU: P(logged | a part on the GPU's links is faulty), P(logged | not).
+NVLINK_XID = (0.5, 1e-3)
 
 
 @dataclass(frozen=True)
@@ -121,52 +139,40 @@ class GpuXid:
         return float(np.log(self.p_faulty / self.p_healthy))
 
 
-# NVIDIA's resolution buckets (NVML_AND_XID.md); the probabilities are opsctl's estimates.
-# XIDs the catalog says to ignore or that blame the application (13, 31, 43, 63, 92, 154) are absent: no evidence.
-GPU_XIDS = {
-    48: GpuXid("double-bit ECC error", 0.2, 1e-5, "reset"),
-    64: GpuXid("row remap failure", 0.2, 1e-6, "rma"),
-    79: GpuXid("GPU fell off the bus", 0.3, 1e-6, "reset"),
-    94: GpuXid("contained memory error", 0.1, 1e-3, "reset"),
-    95: GpuXid("uncontained memory error", 0.2, 1e-5, "reset"),
-    119: GpuXid("GSP RPC timeout", 0.2, 1e-5, "reset"),
-    120: GpuXid("GSP error", 0.2, 1e-5, "reset"),
-    121: GpuXid("C2C error", 0.1, 1e-5, "rma"),
-    136: GpuXid("link training failed", 0.1, 1e-5, "reset"),
-    140: GpuXid("unrecovered ECC error", 0.2, 1e-5, "reset"),
-    155: GpuXid("NVLink software-defined error", 0.1, 1e-5, "reset"),
-}
+# Immediate buckets whose first repair is the GPU's own reset or reboot; the catalog's others
+# that fail a GPU (CONTACT_SUPPORT, CHECK_MECHANICALS) go to support: an RMA.
+RESET_BUCKETS = ("RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48", "UPDATE_SWFW")
+
+
+def _gpu_xids():
+    """Every catalog XID whose immediate bucket fails a GPU, but for NVLink ones (their links'
+    evidence): P(logged | faulty) 0.2 and P(logged | healthy) 1e-5 are opsctl's estimates."""
+    found = {}
+    for code, ruling in xid_catalog.rulings().items():
+        if ruling.verdict == "fail" and code not in NVLINK_XIDS:
+            found[code] = GpuXid(ruling.meaning, 0.2, 1e-5, "reset" if ruling.bucket in RESET_BUCKETS else "rma")
+    return found
+
+
+GPU_XIDS = _gpu_xids()
+# An XID the catalog does not list fails its GPU in the judge; here it is the GPU's own evidence.
+UNLISTED_XID = GpuXid("not in NVIDIA's XID catalog", 0.2, 1e-5, "rma")
+
+
+def gpu_xid(code):
+    """The GpuXid of a code, UNLISTED_XID for one the catalog lacks, None for one that does not
+    fail a GPU (an application fault, an NVLink XID)."""
+    if code in GPU_XIDS:
+        return GPU_XIDS[code]
+    return None if code in xid_catalog.catalog()["xids"] else UNLISTED_XID
 # A GPU that did not answer while the rest of its tray did: P(| faulty), P(| healthy).
 GPU_LOST = (0.3, 1e-5)
-XID_SOURCE = "NVIDIA XID catalog (NVML_AND_XID.md); likelihoods are opsctl's estimates"
+XID_SOURCE = "NVIDIA Xid Catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); likelihoods are opsctl's estimates"
 
 
-def nvlink_origins(gpu_xids):
-    """Which GPUs' NVLink XIDs mark where a link went wrong, and which merely echo it.
-
-    gpu_xids: {gpu index: [(xid, time or None), ...]}. On NVL72 one dropping link makes every
-    other GPU of the domain log XID 145 moments after the origin logged its own (149, …): the
-    origin is whoever logged first in each burst, never every GPU that logged one. Without
-    times, XID 145 is downstream by definition and any other NVLink XID counts as an origin.
-    Returns (origins, downstream): sets of GPU indices."""
-    events = [(t, gpu, xid) for gpu, xids in gpu_xids.items() for xid, t in xids if xid in NVLINK_XIDS]
-    origins, downstream = set(), set()
-    timed = [e for e in events if e[0] is not None]
-    for t, gpu, xid in events:
-        if t is None:
-            (downstream if xid == DOWNSTREAM_XID else origins).add(gpu)
-    timed.sort(key=lambda e: (e[0], e[1]))
-    burst_start = None
-    last = None
-    for t, gpu, xid in timed:
-        if last is None or t - last > BURST_GAP_S:
-            burst_start = t
-        last = t
-        if xid != DOWNSTREAM_XID and t - burst_start <= ORIGIN_TOLERANCE_S:
-            origins.add(gpu)
-        else:
-            downstream.add(gpu)
-    return origins, downstream - origins
+def nvlink_xid_gpus(gpu_xids):
+    """The GPUs that logged an NVLink XID: gpu_xids is {gpu index: [(xid, time or None), ...]}."""
+    return {gpu for gpu, events in gpu_xids.items() if any(xid in NVLINK_XIDS for xid, _ in events)}
 
 
 def gpu_log_ratio(xid_codes, lost):
@@ -175,7 +181,7 @@ def gpu_log_ratio(xid_codes, lost):
     Each code counts once: repeats of one XID are one fault talking, not more evidence."""
     total = 0.0
     for code in set(xid_codes):
-        known = GPU_XIDS.get(code)
+        known = gpu_xid(code)
         if known is not None:
             total += known.log_ratio
     if lost:
@@ -183,5 +189,5 @@ def gpu_log_ratio(xid_codes, lost):
     return total
 
 
-def origin_log_ratio():
-    return float(np.log(ORIGIN_XID[0] / ORIGIN_XID[1]))
+def nvlink_xid_log_ratio():
+    return float(np.log(NVLINK_XID[0] / NVLINK_XID[1]))

@@ -9,7 +9,7 @@ cannot be told apart by any reading; they are one candidate, named after the sma
 Priors. P(part faulty at the moment of a snapshot) = RACK_FAULT_PRIOR × the kind's share of
 faults ÷ the number of parts of that kind. The shares are opsctl's estimates: on H100 Llama 3
 saw GPU-related causes in 268 of 419 unexpected interruptions and switch/cable in 35
-(FIGURES.md, Reliability); NVL72 moves much of the network into the rack's copper spine, so
+(Meta, The Llama 3 Herd of Models, 2024, arXiv 2407.21783, Table 5); NVL72 moves much of the network into the rack's copper spine, so
 links, connectors and cartridges get a larger share here.
 
 Penetrance. A part makes some or all of its links bad. Each kind has a prior over the fraction
@@ -49,7 +49,7 @@ PENETRANCE = {
     "baseboard": {0.02: 0.2, 0.05: 0.2, 0.1: 0.2, 0.25: 0.15, 0.5: 0.1, 1.0: 0.15},
 }
 PRIOR_SOURCE = ("opsctl localizer priors: fault shares by part kind estimated from Llama 3's causes of interruption "
-                "(FIGURES.md, Reliability); penetrance per kind in opsctl/localize/parts.py")
+                "(Meta, The Llama 3 Herd of Models, 2024, Table 5); penetrance per kind in opsctl/localize/parts.py")
 # When two kinds carry the same links, the candidate is named after the first in this order.
 NAMING_ORDER = ("link", "gpu", "connector", "compute_tray", "cartridge", "switch_chip", "switch_tray", "baseboard", "cable")
 

@@ -71,11 +71,9 @@ def render_triage(result, out):
         if others:
             out.print("   [dim]less likely: " + ", ".join(f"{a['component']} ({a['score']:.2f})" for a in others) + "[/dim]")
         out.print()
-    xids = result["xids"]
-    if xids["origins"] or xids["downstream_gpus"]:
-        origins = ", ".join(xids["origins"]) or "no GPU that was read"
-        out.print(f"NVLink XIDs: first logged on {origins}; {xids['downstream_gpus']} GPU(s) only echoed it (XID 145): "
-                  "they are not suspects")
+    nvlink_gpus = result["xids"]["nvlink_xid_gpus"]
+    if nvlink_gpus:
+        out.print(f"NVLink XIDs logged on: {', '.join(nvlink_gpus)} (each points at its own GPU's links)")
     _render_unread(result, out)
     if faults:
         out.print(f"[dim]score: the posterior share of a fault's explanation; a fault is declared above "

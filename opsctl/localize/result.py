@@ -3,13 +3,16 @@ points at it, its repair action, MTTR, blast radius and runbook."""
 
 import numpy as np
 
-from opsctl.localize.evidence import COUNTERS, GPU_XIDS, SOURCE, XID_SOURCE
+from opsctl.localize.evidence import COUNTERS, SOURCE, XID_SOURCE, gpu_xid
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
 from opsctl.localize.search import DECIDE
 from opsctl.runbooks import runbook_for
 
 COUNTER_WORDS = {"crc_errors": "CRC", "replay_errors": "replays", "recovery_errors": "recoveries",
-                 "symbol_errors": "symbol errors", "link_down_events": "drops"}
+                 "symbol_errors": "symbol errors", "link_down_events": "drops", "rcv_errors": "receive errors",
+                 "malformed_packet_errors": "malformed packets", "buffer_overrun_errors": "buffer overruns",
+                 "local_link_integrity_errors": "link integrity errors", "effective_errors": "effective errors",
+                 "recovery_successful": "recoveries"}
 EVIDENCE_LINKS_SHOWN = 5  # the worst links named in a suspect's evidence; the rest are counted
 JUDGEMENT = {
     "judged": "posterior probability that this part is the fault explaining its symptoms, given the other suspects",
@@ -20,7 +23,7 @@ JUDGEMENT = {
 
 def gpu_repair_context(xid_codes, lost):
     """How a GPU suspected from its own symptoms is repaired first: the XID catalog's action."""
-    contexts = {GPU_XIDS[code].repair for code in xid_codes if code in GPU_XIDS}
+    contexts = {gpu_xid(code).repair for code in xid_codes if gpu_xid(code) is not None}
     if "rma" in contexts:
         return "rma"
     if contexts or lost:
@@ -35,7 +38,7 @@ class RackResult:
         self.rack = rack
         self.index = index
         self.evidence = evidence
-        self.details = details  # LinkDetails: readings to quote, origins, lost GPUs
+        self.details = details  # LinkDetails: readings to quote, GPUs with NVLink XIDs, lost GPUs
         self.mttr = mttr
 
     def full(self, relative_id):
@@ -81,7 +84,7 @@ class RackResult:
             })
         # The runbook of its most telling GPU-fault XID, else of its kind (an NVLink XID on a
         # GPU blamed for its links is the link's symptom, not the GPU's workflow).
-        telling = sorted({c for c in xids if c in GPU_XIDS}, key=lambda c: -GPU_XIDS[c].log_ratio)
+        telling = sorted({c for c in xids if gpu_xid(c) is not None}, key=lambda c: -gpu_xid(c).log_ratio)
         entry["runbook"] = runbook_for(kind=kind, xids=telling)
         entry["evidence"] = self.describe(bad, xids, lost, gpu)
         entry["judgement"] = {**JUDGEMENT, "value": entry["score"]}
@@ -94,12 +97,12 @@ class RackResult:
         if len(bad_links) > EVIDENCE_LINKS_SHOWN:
             lines.append(f"and {len(bad_links) - EVIDENCE_LINKS_SHOWN} more link(s) with symptoms")
         for code in sorted(set(xids)):
-            if code in GPU_XIDS:
-                lines.append(f"XID {code} ({GPU_XIDS[code].name}) — {XID_SOURCE}")
+            if gpu_xid(code) is not None:
+                lines.append(f"XID {code} ({gpu_xid(code).name}) — {XID_SOURCE}")
         if lost:
             lines.append("the GPU did not answer while the rest of its tray did")
-        if gpu is not None and gpu in self.details.origins:
-            lines.append("logged the first NVLink XID of its burst (the origin, not a downstream echo)")
+        if gpu is not None and gpu in self.details.nvlink_gpus:
+            lines.append("logged an NVLink XID (NVIDIA's NVLink workflow: a problem on its own links)")
         return lines
 
     def document(self, slots, window_s, unread, source, taken=None):
@@ -127,10 +130,7 @@ class RackResult:
             },
             "unread_trays": unread,
             "xids": {
-                "origins": [self.full(self.index.gpu_ids[g]) for g in sorted(details.origins)],
-                "downstream_gpus": len(details.downstream),
-                "note": "XID 145 and later echoes of a burst are downstream of its origin: not evidence against their GPU"
-                if details.downstream else None,
+                "nvlink_xid_gpus": [self.full(self.index.gpu_ids[g]) for g in sorted(details.nvlink_gpus)],
             },
             "source": source,
         }
@@ -139,7 +139,7 @@ class RackResult:
 class LinkDetails:
     """The readings behind the evidence, kept to quote them in a suspect's evidence."""
 
-    def __init__(self, observation_sides, window_s, gpu_xids, origins, downstream, lost, gpus_answered):
+    def __init__(self, observation_sides, window_s, gpu_xids, nvlink_gpus, lost, gpus_answered):
         self.sides = observation_sides
         self.window_s = window_s
         self.observed = np.zeros_like(next(iter(observation_sides.values())).observed)
@@ -147,8 +147,7 @@ class LinkDetails:
             self.observed |= readings.observed
         self.switch_observed = int(np.sum(observation_sides["switch"].observed)) if "switch" in observation_sides else 0
         self.gpu_xid_codes = {gpu: [code for code, _ in events] for gpu, events in gpu_xids.items()}
-        self.origins = origins
-        self.downstream = downstream
+        self.nvlink_gpus = nvlink_gpus
         self.lost = set(lost)
         self.gpus_answered = gpus_answered
 

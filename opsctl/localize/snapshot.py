@@ -1,9 +1,9 @@
-"""The link-health snapshot of CONTRACT.md: reading and checking one, and building one from the
+"""The link-health snapshot (README, Triage and fault localization; docs/probe-output.md): reading and checking one, and building one from the
 trays' `python -m probes snapshot` documents.
 
     {"rack": "rack07", "model": "gb200-nvl72", "window_seconds": 600,
      "links": [{"gpu": "rack07/ct03/gpu2", "port": 5, "state": "up", "crc_errors": 0, ...}, ...],
-     "gpus": [{"id": "rack07/ct03/gpu2", "reachable": true, "xids": [145]}, ...]}
+     "gpus": [{"id": "rack07/ct03/gpu2", "reachable": true, "xids": [149]}, ...]}
 
 Counters are deltas over the window and each is optional; a link that is absent was not
 observed. Beyond CONTRACT's fields opsctl reads, when present:
@@ -11,8 +11,7 @@ observed. Beyond CONTRACT's fields opsctl reads, when present:
   names the link by `link` (its id), else by `switch` (chip id) and `switch_port`, else by
   `peer_gpu` and `peer_port`;
 - `effective_ber` on a link;
-- XIDs as `{"xid": 149, "time": 1767225602.31}` (unix seconds or ISO 8601), so that the first
-  of a burst can be told from the GPUs that echo it;
+- XIDs as `{"xid": 149, "time": 1767225602.31}` (unix seconds or ISO 8601): when each came;
 - `trays: [{"tray": "ct05", "status": "unread", "error": "…"}]`: which trays answered. A
   GPU that did not answer while its tray did is a lost GPU; the GPUs and links of a tray that
   did not answer are missing, neither healthy nor faulty.

@@ -2,8 +2,9 @@
 
 Here the physical parts are resolved to what the hardware would show: a cartridge with bad
 pins becomes error rates on the links through those pins, a failed switch chip becomes its 72
-links down, and a link that drops on an NVL72 makes every other GPU of the NVLink domain log
-a downstream XID 145 moments later (the origin logs 149 first; NVML_AND_XID.md).
+links down, and a link that drops makes its own GPU log the link-down XID (149 on NVLink 5,
+NVLINK_NETIR_ERROR; 74 before). The simulator makes no other GPU log anything for it: NVIDIA's
+XID catalog documents no such relation, and the simulator injects only what the rulebook names.
 """
 
 import hashlib
@@ -11,12 +12,12 @@ import hashlib
 import pynvml
 
 from opsctl.errors import InputError
+from opsctl.simulation.scenario import NVLINK5_RATES
 from probes.sim.profiles import seeded_random
 from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
 XID_NVLINK = 74  # NVLink error (NVLink 4)
-XID_NVLINK5_LINK_DOWN = 149  # NETIR_LINK_DOWN, fatal (NVLink 5)
-XID_NVLINK5_DOWNSTREAM = 145  # what the other GPUs of the domain log
+XID_NVLINK5_LINK_DOWN = 149  # NVLINK_NETIR_ERROR: its NETIR_LINK_DOWN unit (NVIDIA XID catalog, 144-150 decode)
 XID_DBE = 48
 XID_ROW_REMAP = 63
 XID_ROW_REMAP_FAILURE = 64
@@ -127,31 +128,24 @@ class _Builder:
     def gpu_effect(self, gpu_id, kind, params, fault):
         self.gpus[gpu_id].effects.append(Effect(kind, dict(params), source=fault.label))
 
-    def xid(self, gpu_id, xid, at_s, fault, repeat_s=None, count=None):
-        params = {"xid": xid, "at_s": at_s}
+    def xid(self, gpu_id, xid, at_s, fault, repeat_s=None, count=None, **extra):
+        """An XID the GPU logs; `extra`: its recovery action and kernel log registers, where given."""
+        params = {"xid": xid, "at_s": at_s, **{key: value for key, value in extra.items() if value is not None}}
         if repeat_s is not None:
             params["repeat_s"] = repeat_s
         if count is not None:
             params["count"] = count
         self.gpu_effect(gpu_id, "xid", params, fault)
 
-    def link_drop(self, link_ids, fault, start_s, period_s=None, end_s=None, origin_xid=True):
-        """XIDs for links that go down: the origin GPU logs the link-down XID; on NVL72 every
-        other GPU of the domain then logs the downstream XID 145."""
+    def link_drop(self, link_ids, fault, start_s, period_s=None, end_s=None):
+        """The link-down XID on each GPU whose link goes down, every time it goes down."""
         origins = sorted({"/".join(link_id.split("/")[:-1]) for link_id in link_ids})
         count = None
         if period_s is not None and end_s is not None:
             count = int((end_s - start_s) // period_s) + 1
-        nvl5 = self.model.is_nvl72
-        for gpu_id in origins if origin_xid else ():
-            self.xid(gpu_id, XID_NVLINK5_LINK_DOWN if nvl5 else XID_NVLINK, start_s, fault, period_s, count)
-        if not nvl5:
-            return
-        rng = seeded_random(self.scenario.seed, fault.index, "downstream")
-        for gpu_id in self.gpus:
-            if gpu_id not in origins:
-                delay = rng.uniform(0.2, 3.0)  # later than the origin: that is how it is found
-                self.xid(gpu_id, XID_NVLINK5_DOWNSTREAM, start_s + delay, fault, period_s, count)
+        xid = XID_NVLINK5_LINK_DOWN if self.model.is_nvl72 else XID_NVLINK
+        for gpu_id in origins:
+            self.xid(gpu_id, xid, start_s, fault, period_s, count)
 
     def apply(self, fault):
         p = fault.params
@@ -201,7 +195,9 @@ class _Builder:
                 self.xid(gpu_id, XID_ROW_REMAP_FAILURE if p.get("failure") else XID_ROW_REMAP, start, fault)
         elif kind == "xid":
             for gpu_id in self.gpu_ids(fault):
-                self.xid(gpu_id, p["xid"], p.get("at_s", 0.0), fault, p.get("repeat_s"), p.get("count"))
+                self.xid(gpu_id, p["xid"], p.get("at_s", 0.0), fault, p.get("repeat_s"), p.get("count"),
+                         recovery_action=p.get("recovery_action"), intr_info=p.get("intr_info"),
+                         error_status=p.get("error_status"))
         elif kind == "sdc":
             for gpu_id in self.gpu_ids(fault):
                 self.gpu_effect(gpu_id, "sdc", p, fault)
@@ -214,8 +210,7 @@ class _Builder:
                                  for port in range(self.model.nvlink_ports)]
                     for link_id in gpu_links:
                         self.link_effect(link_id, "down", {"start_s": start}, fault)
-                    # The rest of the domain sees its links go; the lost GPU itself logged 79.
-                    self.link_drop(gpu_links, fault, start, origin_xid=False)
+                    # Its links go with it; the lost GPU itself logged 79.
         elif kind == "gpu_hang":
             for gpu_id in self.gpu_ids(fault):
                 self.gpu_effect(gpu_id, "hang", {**window, "nvml": p.get("nvml", True)}, fault)
@@ -259,7 +254,7 @@ class _Builder:
             self.link_drop(chosen, fault, p.get("start_s", 0.0))
             return
         rates = {k: v for k, v in p.items() if k not in ("links", "fraction", "down")}
-        if not any(k in rates for k in ("crc_per_s", "replay_per_s", "recovery_per_s", "symbol_per_s", "ber")):
+        if not any(k in rates for k in ("crc_per_s", "replay_per_s", "recovery_per_s", "symbol_per_s", "ber", *NVLINK5_RATES)):
             rates.update({"crc_per_s": 150.0, "replay_per_s": 1.0, "ber": 2e-10})  # a marginal contact
         for link_id in chosen:
             self.link_effect(link_id, "errors", rates, fault)

@@ -2,7 +2,7 @@
 
     scenario: rack07-seeded
     seed: 7
-    noise: {crc_per_s: 0.002, replay_per_s: 0.00002, ber: 1.0e-15}   # every healthy link
+    noise: {crc_per_s: 0.002, ber: 1.0e-15}   # every healthy link
     faults:
       - kind: link_errors
         link: ct05/gpu1/nvl07          # ids may leave out the rack: rack07/ct05/… works too
@@ -27,7 +27,15 @@ _PROBABILITY = "probability"  # 0 ≤ x ≤ 1
 _BOOL = "bool"
 _TEXT_LIST = "text list"
 
-_RATES = {"crc_per_s": _NUMBER, "replay_per_s": _NUMBER, "recovery_per_s": _NUMBER, "symbol_per_s": _NUMBER, "ber": _PROBABILITY}
+_RECOVERY_ACTION = "recovery action"
+RECOVERY_ACTIONS = ("none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset")  # NVML's nvmlDeviceGpuRecoveryAction_t
+# Link error rates: the data-link counters (NVLink 4 and older; CRC also on NVLink 5) and the
+# NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters, each the rate its counter counts at.
+NVLINK5_RATES = ("rcv_errors_per_s", "malformed_packet_errors_per_s", "buffer_overrun_errors_per_s",
+                 "local_link_integrity_errors_per_s", "effective_errors_per_s", "recovery_failed_per_s",
+                 "recovery_successful_per_s")
+_RATES = {"crc_per_s": _NUMBER, "replay_per_s": _NUMBER, "recovery_per_s": _NUMBER, "symbol_per_s": _NUMBER,
+          **{key: _NUMBER for key in NVLINK5_RATES}, "ber": _PROBABILITY}
 _WINDOW = {"start_s": _NUMBER, "end_s": _NUMBER}
 
 # kind: (what it targets, {key: type}, required keys)
@@ -44,7 +52,9 @@ FAULT_KINDS = {
     "power_brake": ("gpu", {**_WINDOW, "clock_factor": _FRACTION, "after_busy_s": _NUMBER}, ()),
     "ecc": ("gpu", {**_WINDOW, "corrected_per_s": _NUMBER, "uncorrected": _COUNT}, ()),
     "row_remap": ("gpu", {"start_s": _NUMBER, "corrected_rows": _COUNT, "uncorrected_rows": _COUNT, "pending": _BOOL, "failure": _BOOL}, ()),
-    "xid": ("gpu", {"xid": _COUNT, "at_s": _NUMBER, "repeat_s": _NUMBER, "count": _COUNT}, ("xid",)),
+    # intr_info and error_status: the registers of the kernel log line (XIDs 144-150), 0x… in YAML.
+    "xid": ("gpu", {"xid": _COUNT, "at_s": _NUMBER, "repeat_s": _NUMBER, "count": _COUNT,
+                    "recovery_action": _RECOVERY_ACTION, "intr_info": _COUNT, "error_status": _COUNT}, ("xid",)),
     "sdc": ("gpu", {**_WINDOW, "probability": _PROBABILITY}, ("probability",)),
     "gpu_lost": ("gpu", {"start_s": _NUMBER}, ()),
     "gpu_hang": ("gpu", {**_WINDOW, "nvml": _BOOL}, ()),
@@ -54,7 +64,10 @@ FAULT_KINDS = {
 }
 TARGET_KEYS = {"link": ("link", "gpu", "port"), "part": ("part",), "gpu": ("gpu",), "tray": ("tray",)}
 NOISE_KEYS = {"crc_per_s": _NUMBER, "replay_per_s": _NUMBER, "symbol_per_s": _NUMBER, "ber": _PROBABILITY}
-DEFAULT_NOISE = {"crc_per_s": 0.002, "replay_per_s": 2e-6, "ber": 1e-15}
+# In-spec noise by the rulebook: CRC far below DCGM's 100/s, an effective BER far below 1e-12.
+# No replay: DCGM fails a link on any replay in its window, so a replay is a fault, not noise
+# (a scenario may still add replay_per_s to its noise, and then expects those links to fail).
+DEFAULT_NOISE = {"crc_per_s": 0.002, "ber": 1e-15}
 TOP_KEYS = {"scenario", "description", "seed", "rack", "noise", "faults"}
 
 
@@ -86,6 +99,10 @@ def _value(value, kind, where):
     if kind == _BOOL:
         if not isinstance(value, bool):
             raise InputError(f"{where} must be true or false, got {value!r}")
+        return value
+    if kind == _RECOVERY_ACTION:
+        if value not in RECOVERY_ACTIONS:
+            raise InputError(f"{where} must be one of {', '.join(RECOVERY_ACTIONS)}, got {value!r}")
         return value
     if kind == _TEXT_LIST:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):

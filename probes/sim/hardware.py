@@ -14,7 +14,12 @@ from probes.sim.sku_models import NVLINK4_LINE_RATE_BITS, NVLINK5_LINE_RATE_BITS
 from probes.sim.spec import RackSpec
 
 COUNTERS = ("crc", "replay", "recovery", "symbol")
-_RATE_KEYS = {"crc": "crc_per_s", "replay": "replay_per_s", "recovery": "recovery_per_s", "symbol": "symbol_per_s"}
+# The NVLink 5 counters (NVML_FI_DEV_NVLINK_COUNT_*) that count on their own rate keys.
+NVLINK5_COUNTERS = ("rcv", "malformed", "buffer_overrun", "integrity", "recovery_failed", "recovery_successful")
+_RATE_KEYS = {"crc": "crc_per_s", "replay": "replay_per_s", "recovery": "recovery_per_s", "symbol": "symbol_per_s",
+              "rcv": "rcv_errors_per_s", "malformed": "malformed_packet_errors_per_s",
+              "buffer_overrun": "buffer_overrun_errors_per_s", "integrity": "local_link_integrity_errors_per_s",
+              "recovery_failed": "recovery_failed_per_s", "recovery_successful": "recovery_successful_per_s"}
 FEC_BINS = 16
 
 
@@ -34,6 +39,11 @@ class SimLink:
         self.baseline = {c: (rng.randrange(0, 40) if c == "crc" else rng.randrange(0, 2)) for c in COUNTERS}
         self.baseline["effective"] = rng.randrange(0, 40)
         self.phase = {name: rng.random() for name in (*COUNTERS, "effective", "fec")}
+        # A stream of its own, so the counters above read as they always have for a seed.
+        rng5 = profiles.seeded_random(gpu.rack.seed, gpu.id, spec.port, "nvlink5")
+        for name in NVLINK5_COUNTERS:
+            self.baseline[name] = rng5.randrange(0, 2)
+            self.phase[name] = rng5.random()
         self.line_rate = NVLINK5_LINE_RATE_BITS if gpu.sku.nvlink_version >= 5 else NVLINK4_LINE_RATE_BITS
         # Bytes carried by this process's simulated copies, sent and received (NVML's
         # throughput counters). Copies stripe across a GPU's links by what each delivers.
@@ -80,8 +90,24 @@ class SimLink:
                     effect.get("start_s", 0.0), effect.get("end_s"), effect.get("ramp_s", 0.0), t,
                 )
         if counter == "recovery":
-            total += self.down_events(t)  # every drop is a recovery attempt
+            # The data-link counter counts the link's drops and failed recoveries; an NVLink 5
+            # successful recovery (recovery_successful_per_s) counts on its own counter only.
+            total += self.down_events(t) + self._effects_integral("recovery_failed_per_s", t)
         return total
+
+    def _effects_integral(self, key, t):
+        return sum(profiles.effect_integral(e, key, t) for e in self._error_effects() if e.get(key) is not None)
+
+    def recovery_successful(self, t):
+        """Successful link recoveries by time t (NVLink 5): data-link recoveries that did not
+        fail, and the rate injected as successful."""
+        failed = self.recovery_failed(t)
+        recovered = self.counter("recovery", t) - self.baseline["recovery"] - failed
+        return max(0, recovered) + self.counter("recovery_successful", t) - self.baseline["recovery_successful"]
+
+    def recovery_failed(self, t):
+        """Failed link recoveries by time t (NVLink 5): every drop of the link, and the rate injected."""
+        return self.down_events(t) + self.counter("recovery_failed", t) - self.baseline["recovery_failed"]
 
     def counter(self, counter, t):
         return self.baseline[counter] + profiles.count(self.expected(counter, t), self.phase[counter])
@@ -92,8 +118,6 @@ class SimLink:
         for effect in self._error_effects():
             if effect.get("ber") is not None:
                 ber += profiles.effect_rate(effect, "ber", t)
-            elif effect.get("crc_per_s") is not None:
-                ber += profiles.effect_rate(effect, "crc_per_s", t) / self.line_rate
         return ber
 
     def symbol_ber(self, t):
@@ -103,12 +127,12 @@ class SimLink:
         return rate / self.line_rate
 
     def effective_errors(self, t):
-        expected = self._noise("ber") * self.line_rate * max(t, 0.0)
+        """Errors left after FEC (NVLink 5). In-spec noise leaves none: DCGM fails any effective
+        error in a window, so a healthy link's count does not move; an injected BER or rate does."""
+        expected = self._effects_integral("effective_errors_per_s", t)
         for effect in self._error_effects():
             ber = effect.get("ber")
-            if ber is None and effect.get("crc_per_s") is not None:
-                expected += profiles.effect_integral(effect, "crc_per_s", t)
-            elif ber is not None:
+            if ber is not None:  # CRC errors alone are replayed, not left behind: they set no BER
                 expected += profiles.ramp_integral(
                     float(ber) * self.line_rate, effect.get("start_s", 0.0), effect.get("end_s"), effect.get("ramp_s", 0.0), t
                 )
@@ -313,6 +337,31 @@ class SimGpu:
                 self._xid_horizon = until
             return self._xid_cache
 
+    def kernel_log(self, after, until):
+        """The NVRM Xid lines this GPU's kernel log gets in (after, until]: one per XID an `xid`
+        effect with registers (intr_info, error_status) logs, in the form of NVIDIA's catalog."""
+        lines = []
+        domain, bus, rest = self.spec.pci_bus_id.split(":")
+        pci = f"{int(domain, 16):04x}:{bus}:{rest.split('.')[0]}"
+        for effect in self.effects:
+            if effect.kind == "xid" and effect.get("intr_info") is not None:
+                code, intr, status = int(effect.get("xid")), int(effect.get("intr_info")), int(effect.get("error_status", 0))
+                lines += [(at, f"NVRM: Xid (PCI:{pci}): {code}, simulated unit Nonfatal XC0 i0 Link -1 "
+                               f"({intr:#010x} {status:#010x} 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+                          for at in _occurrences(effect, after, until)]
+        return [line for _, line in sorted(lines)]
+
+    def recovery_action(self, t):
+        """What the driver asks for now (NVML's GPU recovery action): set by the latest XID
+        logged by t that carried one, as XID 154 announces."""
+        action, latest = "none", -math.inf
+        for effect in self.effects:
+            if effect.kind == "xid" and effect.get("recovery_action"):
+                at = effect.get("at_s", 0.0)
+                if latest < at <= t:
+                    action, latest = effect.get("recovery_action"), at
+        return action
+
     # --- fabric ---------------------------------------------------------------------------------
     def fabric(self, t):
         """(state, {health flag: bool}) of the GPU's NVLink fabric registration."""
@@ -376,6 +425,12 @@ class SimRack:
     def gpus(self, tray=None):
         trays = [self.trays[tray]] if tray is not None else self.trays.values()
         return [gpu for t in trays for gpu in t.gpus]
+
+    def kernel_log(self, tray, since):
+        """A tray's kernel log from clock time `since` to now (probes.kernel_log.read_kernel_log's
+        answer: lines, and no error)."""
+        after, until = since - self.epoch, self.now()
+        return [line for gpu in self.trays[tray].gpus for line in gpu.kernel_log(after, until)], None
 
 
 def allreduce_busbw_gbps(gpus, t):

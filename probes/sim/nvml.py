@@ -19,6 +19,13 @@ import pynvml
 from probes.nvlink_ber import encode_ber
 from probes.sim.hardware import FEC_BINS, SimRack
 
+# Each simulated SKU's PCI device id (NVIDIA/DCGM nvvs/diag-skus.yaml.in: H100 SXM 2330, H200
+# 2335, B200 2901, GB200 2941).
+PCI_DEVICE_IDS = {"h100": 0x2330, "h200": 0x2335, "b200": 0x2901, "gb200": 0x2941}
+RECOVERY_ACTION_CODES = {"none": pynvml.NVML_GPU_RECOVERY_ACTION_NONE, "gpu_reset": pynvml.NVML_GPU_RECOVERY_ACTION_GPU_RESET,
+                         "node_reboot": pynvml.NVML_GPU_RECOVERY_ACTION_NODE_REBOOT,
+                         "drain_p2p": pynvml.NVML_GPU_RECOVERY_ACTION_DRAIN_P2P,
+                         "drain_and_reset": pynvml.NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET}
 _THROTTLE_BITS = {
     "thermal": pynvml.nvmlClocksEventReasonSwThermalSlowdown | pynvml.nvmlClocksEventReasonHwThermalSlowdown,
     "power_brake": pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown | pynvml.nvmlClocksEventReasonHwSlowdown,
@@ -51,6 +58,8 @@ _NVLINK5_FIELDS = {
     pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_BUFFER_OVERRUN_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES,
     *(pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0 + k for k in range(FEC_BINS)),
@@ -195,7 +204,7 @@ class SimNvml:
         info.busIdLegacy = gpu.spec.pci_bus_id.encode()[:15]
         domain, bus, rest = gpu.spec.pci_bus_id.split(":")
         info.domain, info.bus, info.device = int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
-        info.pciDeviceId = 0x233010DE
+        info.pciDeviceId = (PCI_DEVICE_IDS[gpu.rack.spec.sku] << 16) | 0x10DE  # vendor NVIDIA in the low half
         return info
 
     nvmlDeviceGetPciInfo_v3 = nvmlDeviceGetPciInfo
@@ -327,6 +336,8 @@ class SimNvml:
             if single:
                 return ull, corrected + (gpu.lifetime_corrected_ecc if lifetime else 0)
             return ull, uncorrected
+        if fid == pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, RECOVERY_ACTION_CODES[gpu.recovery_action(t)]
         link = self._link(gpu, scope)
         if fid == pynvml.NVML_FI_DEV_NVLINK_GET_STATE:
             state = pynvml.NVML_NVLINK_STATE_ACTIVE if link.is_up(t) else pynvml.NVML_NVLINK_STATE_INACTIVE
@@ -343,14 +354,12 @@ class SimNvml:
             return ull, link.traffic["rx"] // 1024
         if fid not in _NVLINK5_FIELDS or not gpu.sku.nvlink5_fields:
             raise pynvml.NVMLError_NotSupported()
-        failed = link.down_events(t)
-        recoveries = link.counter("recovery", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS:
-            return ull, failed
+            return ull, link.recovery_failed(t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS:
-            return ull, max(0, recoveries - failed)
+            return ull, link.recovery_successful(t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS:
-            return ull, recoveries
+            return ull, link.recovery_failed(t) + link.recovery_successful(t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS:
             return ull, link.effective_errors(t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER:
@@ -360,9 +369,13 @@ class SimNvml:
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER:
             return ull, encode_ber(link.symbol_ber(t))
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS:
-            return ull, link.counter("crc", t)
+            return ull, link.counter("rcv", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS:
-            return ull, 0
+            return ull, link.counter("malformed", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_BUFFER_OVERRUN_ERRORS:
+            return ull, link.counter("buffer_overrun", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS:
+            return ull, link.counter("integrity", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES:
             return ull, link.traffic["tx"]
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES:

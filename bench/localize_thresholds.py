@@ -1,0 +1,121 @@
+"""The localizer at the rulebook's limits: faults placed at and around each limit, one, two and
+three at once, in GPU-end-only snapshots (what a real NVL72 gives without its switch trays),
+over in-spec noise, for 60 and 600 s windows.
+
+Each trial writes a snapshot of a GB200 NVL72 (every link read at its GPU end; CRC noise on every
+healthy link drawn up to 50/s, half of DCGM's 100/s fail limit), puts k faulty links on links of
+different compute trays and switch chips, each at `level` × its rule's limit, and localizes it.
+Above the limit every faulty link should be named; below it nothing should be. Printed per rule
+and level: trials, the share whose named faults are exactly the injected links (detected), and
+the share that named anything not injected (false alarms).
+
+    .venv/bin/python bench/localize_thresholds.py [--trials N] [--seed N]
+"""
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from opsctl.localize import localize_snapshot  # noqa: E402
+from opsctl.rack_models import model_named  # noqa: E402
+from opsctl.topology import build_topology  # noqa: E402
+
+NOISE_CRC_PER_S = 50.0
+WINDOWS = (60.0, 600.0)
+# rule: (the snapshot field, its limit, per second?)
+RULES = {
+    "crc_errors ≥ 100/s": ("crc_errors", 100.0, True),
+    "replay_errors ≥ 1": ("replay_errors", 1, False),
+    "recovery_errors ≥ 1": ("recovery_errors", 1, False),
+    "symbol_errors ≥ 1": ("symbol_errors", 1, False),
+    "rcv_errors ≥ 1": ("rcv_errors", 1, False),
+    "malformed_packet_errors ≥ 1": ("malformed_packet_errors", 1, False),
+    "buffer_overrun_errors ≥ 1": ("buffer_overrun_errors", 1, False),
+    "local_link_integrity_errors ≥ 1": ("local_link_integrity_errors", 1, False),
+    "effective_errors ≥ 1": ("effective_errors", 1, False),
+    "link_down_events ≥ 1": ("link_down_events", 1, False),
+    "effective_ber > 1e-12": ("effective_ber", 1e-12, False),
+}
+# Multiples of the limit: below (nothing may be named), at, and above (every fault named).
+CRC_LEVELS = (0.5, 0.9, 0.99, 1.0, 1.01, 2.0, 3.0)
+COUNT_LEVELS = (0, 1, 2, 3)
+BER_LEVELS = (0.5, 1.0, 1.01, 2.0, 3.0)
+
+
+def pick_links(topology, rng, k):
+    """k links on k different compute trays and switch trays: k independent faults."""
+    links = sorted(topology.links)
+    chosen, trays, switches = [], set(), set()
+    while len(chosen) < k:
+        link = topology.links[rng.choice(links)]
+        if link.tray not in trays and link.switch_tray not in switches:
+            chosen.append(link.id)
+            trays.add(link.tray)
+            switches.add(link.switch_tray)
+    return chosen
+
+
+def fault_value(rule, level, window_s):
+    field, limit, per_second = RULES[rule]
+    if field == "effective_ber":
+        return field, limit * level
+    if per_second:
+        return field, round(limit * level * window_s)
+    return field, int(level)
+
+
+def is_above(rule, level):
+    field, _, per_second = RULES[rule]
+    if field == "effective_ber":
+        return level > 1.0
+    return level >= 1.0 if per_second else level >= 1
+
+
+def snapshot(topology, rng, window_s, faulty, field, value):
+    rows = []
+    for link_id, link in sorted(topology.links.items()):
+        row = {"gpu": link.gpu, "port": link.port, "state": "up",
+               "crc_errors": int(rng.uniform(0, NOISE_CRC_PER_S) * window_s), "replay_errors": 0}
+        if link_id in faulty:
+            row[field] = value
+        rows.append(row)
+    return {"rack": topology.rack, "model": topology.model.name, "window_seconds": window_s, "links": rows, "gpus": []}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=4, help="trials per rule, level, fault count and window")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    topology = build_topology("rack07", model_named("gb200-nvl72"))
+    rng = random.Random(args.seed)
+    started = time.perf_counter()
+    total = 0
+    print(f"{'rule':34} {'level':>6} {'faults':>6} {'trials':>6} {'detected':>9} {'false alarms':>13}")
+    for rule in RULES:
+        field = RULES[rule][0]
+        levels = BER_LEVELS if field == "effective_ber" else CRC_LEVELS if RULES[rule][2] else COUNT_LEVELS
+        for level in levels:
+            for k in (1, 2, 3):
+                exact = alarms = trials = 0
+                for window_s in WINDOWS:
+                    for _ in range(args.trials):
+                        faulty = pick_links(topology, rng, k)
+                        name, value = fault_value(rule, level, window_s)
+                        result = localize_snapshot(snapshot(topology, rng, window_s, set(faulty), name, value), topology)
+                        found = {s["component"] for s in result["suspects"] if "alternative_to" not in s}
+                        truth = set(faulty) if is_above(rule, level) else set()
+                        exact += found == truth
+                        alarms += bool(found - truth)
+                        trials += 1
+                total += trials
+                print(f"{rule:34} {level:>6g} {k:>6} {trials:>6} {exact / trials:>9.0%} {alarms / trials:>13.0%}")
+    print(f"{total} snapshots of 1,296 links localized in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""One NVLink domain: every GPU of an NVL72 that registered with its fabric must be in the same
+clique and cluster as the others (NVML nvmlGpuFabricInfo cliqueId / clusterUuid). A GPU in
+another clique cannot reach the rest over NVLink, whatever its own health says.
+
+Judged across the rack, since no tray sees the others: the rack's clique and cluster are
+those most of its GPUs report, and every GPU that reports another fails `fabric.clique`.
+"""
+
+from collections import Counter
+
+from opsctl.burnin.checks import Check
+from probes.judge import load_references
+
+
+def fabric_domain_checks(gpu_readings):
+    """gpu_readings: {GPU id: its run-document entry}. One check per GPU that registered."""
+    source = load_references().rules["fabric_clique"]["source"]
+    registered = {}
+    for gpu_id, reading in gpu_readings.items():
+        fabric = (reading.get("counters") or {}).get("fabric") or {}
+        if fabric.get("state") == "completed" and fabric.get("clique_id") is not None:
+            registered[gpu_id] = (fabric.get("clique_id"), fabric.get("cluster_uuid"))
+    if len(registered) < 2:
+        return []
+    (domain, count), = Counter(registered.values()).most_common(1)
+    checks = []
+    for gpu_id, found in sorted(registered.items()):
+        verdict = "pass" if found == domain else "fail"
+        reason = (f"clique {found[0]}, cluster {found[1]}: the rack's domain, as {count} of {len(registered)} GPUs report"
+                  if verdict == "pass" else
+                  f"clique {found[0]}, cluster {found[1]}, where {count} of {len(registered)} GPUs of the rack report "
+                  f"clique {domain[0]}, cluster {domain[1]}: not in the rack's NVLink domain")
+        checks.append(Check("fabric.clique", gpu_id, verdict, list(found), list(domain), "clique, cluster", "!=", source, reason))
+    return checks

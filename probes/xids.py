@@ -1,0 +1,123 @@
+"""NVIDIA's XID catalog (probes/references/xids.yaml) and what opsctl does with each XID.
+
+The catalog gives, per XID, NVIDIA's immediate and investigatory resolution buckets; the file's
+`buckets` table says how opsctl acts on each immediate bucket (verdict, alert tier, action).
+An XID the catalog does not list, or lists without a bucket, is `unlisted`: it fails, never
+passes. XIDs 144-150 (NVLink 5 units) are decided by the unit and errorStatus of the kernel
+log line (the catalog's "XID 144-150 Decode" sheet); without them, by the code's most severe
+row. probes/kernel_log.py reads those lines.
+"""
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+CATALOG_FILE = Path(__file__).parent / "references" / "xids.yaml"
+VERDICT_ORDER = ("pass", "warn", "fail")
+
+
+@dataclass(frozen=True)
+class XidRuling:
+    """What one logged XID means and what to do about it."""
+
+    code: int
+    mnemonic: str | None
+    meaning: str
+    bucket: str | None  # NVIDIA's immediate resolution bucket; None when the catalog gives none
+    investigatory: str | None
+    verdict: str  # warn | fail
+    alert: str  # critical | warning | info
+    action: str
+    runbook: str
+    listed: bool
+    decoded: str | None = None  # the decode sheet's row, when a 144-150 kernel log line decided it
+    source: str = ""
+
+
+@lru_cache(maxsize=1)
+def catalog():
+    return yaml.safe_load(CATALOG_FILE.read_text())
+
+
+def nvlink5_rows(code):
+    """The decode rows of an NVLink 5 unit XID (144-150); empty for any other code."""
+    return [row for row in catalog()["nvlink5_decode"] if row["xid"] == code]
+
+
+def _most_severe(rows):
+    buckets = catalog()["buckets"]
+    return max(rows, key=lambda row: VERDICT_ORDER.index(buckets.get(row["immediate"], catalog()["unlisted"])["verdict"]))
+
+
+R575 = 575  # the driver branch from which the decode sheet's v2 intrInfo masks apply
+
+
+def _mask_matches(mask, value):
+    """Does the 32-bit `value` fit the sheet's mask ("1", "0", "-" per bit, bit 31 first)?"""
+    bits = format(value & 0xFFFFFFFF, "032b")
+    return len(mask) == 32 and all(m in ("-", b) for m, b in zip(mask, bits))
+
+
+def _status_matches(listed, status):
+    if listed is None:
+        return True  # the sheet leaves errorStatus blank for the row: any
+    for text in str(listed).split("/"):
+        try:
+            if int(text.strip(), 16) == status:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def decode(code, intr_info, error_status, driver_major=None):
+    """The decode row of an NVLink 5 unit XID (144-150) for the registers of its kernel log
+    line, or None when no row fits. Without the driver's branch both mask versions are tried,
+    the one of the newer branch first."""
+    versions = ["intrinfo_v2", "intrinfo_v1"]
+    if driver_major is not None:
+        versions = ["intrinfo_v2" if driver_major >= R575 else "intrinfo_v1"]
+    for version in versions:
+        for row in nvlink5_rows(code):
+            if _mask_matches(row[version], intr_info) and _status_matches(row["error_status"], error_status):
+                return row
+    return None
+
+
+def rule(code, intr_info=None, error_status=None, driver_major=None):
+    """The ruling for XID `code`; for an NVLink 5 unit XID the intrInfo and errorStatus of its
+    kernel log line (and the driver's branch) pick the decode sheet's row."""
+    data = catalog()
+    entry = data["xids"].get(code)
+    runbook = data["runbooks"].get(code, data["default_runbook"])
+    source = data["source"]
+    if entry is None:
+        unlisted = data["unlisted"]
+        return XidRuling(code, None, "not in NVIDIA's XID catalog", None, None, unlisted["verdict"], unlisted["alert"],
+                         unlisted["action"], runbook, listed=False, source=source)
+    bucket, investigatory, decoded = entry["immediate"], entry["investigatory"], None
+    rows = nvlink5_rows(code)
+    if rows:
+        row = decode(code, intr_info, error_status, driver_major) if intr_info is not None and error_status is not None else None
+        if row is not None:
+            decoded = (f"unit {row['unit']}, intrInfo {intr_info:#010x}, errorStatus {error_status:#010x}: "
+                       f"{row['severity']}")
+        else:
+            row = _most_severe(rows)
+        bucket, investigatory = row["immediate"], row["investigatory"]
+    how = data["buckets"].get(bucket) or data["unlisted"]
+    action = how["action"]
+    if rows and decoded is None:
+        action = (f"{action}; without a decodable kernel log line the catalog's most severe row for XID {code} applies "
+                  f"({bucket}): read the NVRM Xid line on the tray to decode it")
+    if investigatory:
+        action += f"; then {investigatory}"
+    return XidRuling(code, entry["mnemonic"], entry["description"], bucket, investigatory, how["verdict"], how["alert"],
+                     action, runbook, listed=bucket in data["buckets"], decoded=decoded, source=source)
+
+
+def rulings():
+    """{code: XidRuling} for every XID of the catalog (without sub-codes)."""
+    return {code: rule(code) for code in catalog()["xids"]}
