@@ -1,11 +1,11 @@
 """The metric families of one scrape, built fresh from the trays' latest readings.
 
 Names start with `opsctl_`, use base units (celsius, watts, joules, hertz, seconds, bytes) and
-only counters end in `_total` (CONTRACT.md). Every GPU series is labelled rack, tray, gpu (the
-index on its tray) and uuid; link series add port and switch (the NVSwitch chip at the far
-end, "" where the exporter was not given the rack's topology). Identity is one `opsctl_gpu_info`
-series. A value NVML does not give on this GPU is absent, not zero; a GPU that is lost or
-stale shows only its identity, status and XID counts, never frozen old measurements.
+only counters end in `_total` (Prometheus's naming conventions). Every GPU series is labelled
+rack, tray, gpu (the index on its tray) and uuid; link series add port and switch (the NVSwitch
+chip at the far end, "" where the exporter was not given the rack's topology). Identity is one
+`opsctl_gpu_info` series. A value NVML does not give on this GPU is absent, not zero; a GPU that
+is lost or stale shows only its identity, status and XID counts, never frozen old measurements.
 """
 
 import re
@@ -13,7 +13,7 @@ import time
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from probes.nvml_reader import CLOCK_EVENT_REASONS, FABRIC_HEALTH_FLAGS, FABRIC_STATES, FABRIC_SUMMARIES
+from probes.nvml_reader import CLOCK_EVENT_REASONS, FABRIC_HEALTH_FLAGS, FABRIC_STATES, FABRIC_SUMMARIES, RECOVERY_ACTIONS
 
 from exporters.burnin_results import VERDICT_ORDER
 from exporters.tray_poller import GPU_STATUSES
@@ -37,7 +37,12 @@ LINK_COUNTERS = {
     "symbol_errors": ("opsctl_nvlink_symbol_errors_total", "Symbol errors (NVLink 5)."),
     "rcv_errors": ("opsctl_nvlink_receive_errors_total", "Receive errors (NVLink 5)."),
     "malformed_packet_errors": ("opsctl_nvlink_malformed_packet_errors_total", "Malformed packets received (NVLink 5)."),
+    "buffer_overrun_errors": ("opsctl_nvlink_buffer_overrun_errors_total", "Receive buffer overruns (NVLink 5)."),
+    "local_link_integrity_errors": ("opsctl_nvlink_local_link_integrity_errors_total", "Local link integrity errors (NVLink 5)."),
 }
+# The fabric health-mask bits exported: the reader's flags and its incorrect-configuration code
+# (true for any code that says the configuration is wrong).
+FABRIC_FLAGS = tuple(dict.fromkeys((*FABRIC_HEALTH_FLAGS, "incorrect_configuration")))
 
 # name: (kind, help, labels). Kind is gauge or counter; families are built in this order.
 METRICS = {
@@ -66,6 +71,7 @@ METRICS = {
     "opsctl_gpu_fabric_state": ("gauge", "1 for the GPU's NVLink fabric registration state.", GPU + ("state",)),
     "opsctl_gpu_fabric_health": ("gauge", "1 for the fabric health summary NVML gives for this GPU.", GPU + ("health",)),
     "opsctl_gpu_fabric_health_flag": ("gauge", "1 when this fabric health-mask bit is set; absent when the GPU does not report it.", GPU + ("flag",)),
+    "opsctl_gpu_recovery_action": ("gauge", "1 for the recovery action the driver asks for (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): none, gpu_reset, node_reboot, drain_p2p, drain_and_reset.", GPU + ("action",)),
     "opsctl_gpu_xid_events_total": ("counter", "XID events since the exporter started, by code (known codes start at 0).", GPU + ("xid",)),
     "opsctl_gpu_xid_last_seen_timestamp_seconds": ("gauge", "Unix time the GPU last logged this XID.", GPU + ("xid",)),
     # NVLink, per port
@@ -224,6 +230,12 @@ def _add_health(families, labels, r):
             put("opsctl_gpu_retired_pages_pending", int(pages["pending"]))
     if r.fabric is not None:
         _add_fabric(families, labels, r.fabric)
+    if r.recovery_action is not None:
+        actions = list(RECOVERY_ACTIONS.values())
+        if r.recovery_action not in actions:  # a code this reader does not know: shown as the reader names it
+            actions.append(r.recovery_action)
+        for action in actions:
+            families["opsctl_gpu_recovery_action"].add_metric(labels + [action], 1 if r.recovery_action == action else 0)
 
 
 def _add_fabric(families, labels, fabric):
@@ -231,7 +243,7 @@ def _add_fabric(families, labels, fabric):
         families["opsctl_gpu_fabric_state"].add_metric(labels + [state], 1 if fabric["state"] == state else 0)
     for summary in FABRIC_SUMMARIES.values():
         families["opsctl_gpu_fabric_health"].add_metric(labels + [summary], 1 if fabric["summary"] == summary else 0)
-    for flag in FABRIC_HEALTH_FLAGS:
+    for flag in FABRIC_FLAGS:
         value = fabric["health"].get(flag)
         if value is not None:
             families["opsctl_gpu_fabric_health_flag"].add_metric(labels + [flag], 1 if value else 0)

@@ -42,7 +42,7 @@ def _post(url, alerts):
     urllib.request.urlopen(request, timeout=10).read()
 
 
-def test_a_flapping_link_inhibits_the_domains_downstream_xids(tmp_path):
+def test_a_flapping_link_inhibits_its_own_gpus_nvlink_xid_and_no_other(tmp_path):
     port = free_port()
     process = subprocess.Popen(
         [ALERTMANAGER, f"--config.file={CONFIG}", f"--storage.path={tmp_path}", f"--web.listen-address=127.0.0.1:{port}",
@@ -59,7 +59,7 @@ def test_a_flapping_link_inhibits_the_domains_downstream_xids(tmp_path):
         alert = lambda name, **labels: {"labels": {"alertname": name, "severity": "critical", **labels}}  # noqa: E731
         _post(f"{base}/alerts", [
             alert("OpsctlNvlinkFlapping", rack="rack07", tray="ct07", gpu="0", port="13"),
-            alert("OpsctlXidNvlink5", rack="rack07", tray="ct01", gpu="2", xid="145"),
+            alert("OpsctlXidNvlinkLinkDown", rack="rack07", tray="ct07", gpu="0", xid="149"),
             alert("OpsctlXidNvlink5", rack="rack07", tray="ct15", gpu="0", xid="145"),
             alert("OpsctlXidNvlink5", rack="rack08", tray="ct01", gpu="1", xid="145"),
         ])
@@ -71,8 +71,11 @@ def test_a_flapping_link_inhibits_the_domains_downstream_xids(tmp_path):
             if len(state) == 4 and inhibited or time.time() > deadline:
                 break
             time.sleep(0.2)
-        assert inhibited == {("OpsctlXidNvlink5", "rack07", "ct01"), ("OpsctlXidNvlink5", "rack07", "ct15")}
-        assert state[("OpsctlXidNvlink5", "rack08", "ct01")]["state"] == "active"  # another rack still pages
+        # The flapping link's own GPU's XID 149 is explained by the link; an NVLink XID on another
+        # GPU of the same rack is that GPU's own (no documented echo), and pages.
+        assert inhibited == {("OpsctlXidNvlinkLinkDown", "rack07", "ct07")}
+        assert state[("OpsctlXidNvlink5", "rack07", "ct15")]["state"] == "active"
+        assert state[("OpsctlXidNvlink5", "rack08", "ct01")]["state"] == "active"
         assert state[("OpsctlNvlinkFlapping", "rack07", "ct07")]["state"] == "active"
     finally:
         process.terminate()

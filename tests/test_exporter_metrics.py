@@ -141,6 +141,25 @@ def test_what_nvml_does_not_support_is_absent_not_zero(sim_exporter, hgx_topolog
     assert len(values(hopper, "opsctl_nvlink_replay_errors_total")) == 8 * 18
 
 
+def test_the_rulebooks_readings_are_exported_nvlink5_counters_fabric_bits_and_the_recovery_action(sim_exporter):
+    """Every counter, fabric bit and recovery action the rulebook judges has a series for the
+    alerts (exporters/rules; tests/test_exporter_rules.py checks their thresholds)."""
+    scenario = ("faults:\n  - {kind: xid, gpu: ct03/gpu2, xid: 154, at_s: 0.5, recovery_action: drain_and_reset}\n")
+    served = sim_exporter(scenario, trays=["ct03"])
+    samples = served.wait_for(lambda s: all_up(4)(s) and values(s, "opsctl_gpu_recovery_action", gpu=2, action="drain_and_reset") == [1])
+    for name in ("opsctl_nvlink_symbol_errors_total", "opsctl_nvlink_receive_errors_total",
+                 "opsctl_nvlink_malformed_packet_errors_total", "opsctl_nvlink_buffer_overrun_errors_total",
+                 "opsctl_nvlink_local_link_integrity_errors_total", "opsctl_nvlink_effective_errors_total",
+                 "opsctl_nvlink_recoveries_failed_total", "opsctl_nvlink_recoveries_successful_total"):
+        assert len(values(samples, name)) == 4 * 18, name
+    assert len(values(samples, "opsctl_gpu_fabric_health_flag", flag="incorrect_configuration")) == 4
+    # One action per GPU is 1: the driver's ask; none where nothing was logged.
+    for gpu in range(4):
+        assert sum(values(samples, "opsctl_gpu_recovery_action", gpu=gpu)) == 1
+    assert value(samples, "opsctl_gpu_recovery_action", gpu=0, action="none") == 1
+    assert value(samples, "opsctl_gpu_recovery_action", gpu=2, action="none") == 0
+
+
 def run_document(tray, finished, gpus):
     return {"format": "opsctl-probe/1", "kind": "run", "tray": tray, "started": finished, "finished": finished,
             "status": "complete", "gpus": gpus, "checks": []}

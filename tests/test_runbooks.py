@@ -13,6 +13,8 @@ from opsctl.rack_models import MODELS
 from opsctl.runbooks import RUNBOOK_DIR, load_runbooks, parse_runbook, runbook_for
 from opsctl.simulation.scenario import FAULT_KINDS
 from opsctl.topology import build_topology
+from probes.xids import catalog as xid_catalog
+from probes.xids import rulings
 
 REPO = Path(__file__).resolve().parent.parent
 RULES_DIR = REPO / "exporters" / "rules"
@@ -44,10 +46,43 @@ def test_every_simulated_fault_kind_has_a_runbook():
 
 
 def test_every_xid_workflow_and_every_xid_the_localizer_blames_has_a_runbook():
+    # As the localizer asks: a GPU suspect with its telling XIDs (opsctl/localize/result.py).
     for xid in sorted(set(XID_WORKFLOWS) | set(GPU_XIDS)):
-        assert exists(runbook_for(xids=[xid])), xid
-    assert runbook_for(xids=[145]) == "runbooks/xid-nvlink5.md"
-    assert runbook_for(xids=[149]) == "runbooks/xid-149-link-down.md"
+        assert exists(runbook_for(kind="gpu", xids=[xid])), xid
+    assert runbook_for(kind="gpu", xids=[145]) == "runbooks/xid-nvlink5.md"
+    assert runbook_for(kind="gpu", xids=[149]) == "runbooks/xid-149-link-down.md"
+    assert runbook_for(kind="gpu", xids=[140]) == "runbooks/xid-memory.md"
+    assert runbook_for(kind="gpu", xids=[999]) == "runbooks/gpu.md"  # not in the catalog
+
+
+def test_the_catalogs_runbook_map_and_the_runbooks_front_matter_agree():
+    catalog = xid_catalog()
+    mapped = catalog["runbooks"]
+    listed = {}
+    for runbook in load_runbooks():
+        for xid in runbook.xids:
+            assert xid not in listed, f"XID {xid} in {listed.get(xid)} and {runbook.path}"
+            listed[xid] = runbook.path
+    # Each code the catalog maps to a runbook is in that runbook's front matter ...
+    assert {code: listed.get(code) for code in mapped} == {code: f"runbooks/{name}" for code, name in mapped.items()}
+    # ... and a runbook lists only catalog codes that go to it (unmapped codes go to the default).
+    for xid, path in listed.items():
+        assert xid in catalog["xids"], f"{path} lists XID {xid}, which the catalog does not"
+        assert path == f"runbooks/{mapped.get(xid, catalog['default_runbook'])}", xid
+    # And every catalog code reaches its runbook the way the localizer asks for it.
+    for code, ruling in rulings().items():
+        assert runbook_for(kind="gpu", xids=[code]) == f"runbooks/{ruling.runbook}", code
+
+
+PRIVATE_SOURCES = ("FIGURES.md", "NVML_AND_XID.md", "CONTRACT.md", "PRODUCT.md", "ENGINEERING.md", "shared/")
+
+
+def test_runbooks_cite_public_sources_and_no_echo_xid():
+    for path in sorted(RUNBOOK_DIR.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        assert [name for name in PRIVATE_SOURCES if name in text] == [], path.name
+        # NVIDIA documents no XID that other GPUs log because one link failed.
+        assert "echo" not in text.lower() and "downstream" not in text.lower(), path.name
 
 
 def alert_rules():
