@@ -389,10 +389,18 @@ def _memory_checks(component, counters, rules, required=True):
         rule = rules["retired_pages"]
         retired = (pages.get("single_bit") or 0) + (pages.get("double_bit") or 0)
         bad = [what for what, hit in (("pending", pages["pending"]), (f"{retired} retired", retired >= rule["max"])) if hit]
-        checks.append(check("memory.retired_pages", component, "fail" if bad else "pass", bad,
+        verdict = "fail" if retired >= rule["max"] else rule["pending"] if pages["pending"] else "pass"
+        checks.append(check("memory.retired_pages", component, verdict, bad,
                             ["pending", f"{rule['max']} retired"], "retirement", "any of", rule["source"],
                             f"page retirement: {', '.join(bad)}" if bad
                             else f"no page retirement pending ({retired} pages retired, fails at {rule['max']})"))
+    violation = counters.get("violation_s") or {}
+    if violation:
+        rule = rules["violation"]
+        held = {kind: seconds for kind, seconds in sorted(violation.items()) if kind in rule["judged"] and seconds > 0}
+        checks.append(check("clocks.violation_s", component, rule["verdict"] if held else "pass", held or 0, 0, "s", ">",
+                            rule["source"], f"clocks held by {', '.join(f'{k} limits for {v:.2f} s' for k, v in held.items())} "
+                            f"in {window:.0f} s" if held else f"no thermal violation in {window:.0f} s"))
     return checks
 
 

@@ -252,7 +252,8 @@ def test_the_gpu_recovery_action_is_judged_by_dcgms_rule(gb200, action, verdict)
     assert verdicts(judge_gpu({"index": 0, "counters": counters}, gb200, {}))[("gpu.recovery_action", "gpu0")] == verdict
 
 
-@pytest.mark.parametrize("retired, pending, verdict", [(62, False, "pass"), (63, False, "fail"), (0, True, "fail")])
+@pytest.mark.parametrize("retired, pending, verdict", [(62, False, "pass"), (63, False, "fail"), (0, True, "warn"),
+                                                     (63, True, "fail")])
 def test_retired_pages_fail_at_dcgms_limit_or_when_pending(gb200, retired, pending, verdict):
     counters = {"window_s": 60.0, "links": [], "xids": [], "retired_pages": {"single_bit": retired, "double_bit": 0, "pending": pending}}
     assert verdicts(judge_gpu({"index": 0, "counters": counters}, gb200, {}))[("memory.retired_pages", "gpu0")] == verdict
@@ -271,3 +272,10 @@ def test_an_unread_temperature_under_load_is_incomplete(gb200, temperature, inco
     loaded = gpu(0, 1950.0, under_load={"clocks_event_reasons": [], "temperature_c_max": temperature})
     found = verdicts(judge_gpu(loaded, gb200, {}))
     assert (found.get(("under_load.temperature", "gpu0")) == "incomplete") == incomplete
+
+
+@pytest.mark.parametrize("violation, verdict", [({"thermal": 0.0, "power": 0.0}, "pass"), ({"thermal": 0.5, "power": 0.0}, "warn"),
+                                                ({"thermal": 0.0, "power": 2.0}, "pass")])  # the cap at full load
+def test_thermal_violation_time_warns_as_dcgm_does(gb200, violation, verdict):
+    counters = {"window_s": 60.0, "links": [], "xids": [], "violation_s": violation}
+    assert verdicts(judge_gpu({"index": 0, "counters": counters}, gb200, {}))[("clocks.violation_s", "gpu0")] == verdict
