@@ -74,3 +74,18 @@ def test_chromium_renders_the_heatmap_with_each_link_in_its_verdicts_colour(rack
     assert seen == {"fail": 5, "pass": 1291}
     # The verdict is at the top, in the failing colour.
     assert (pixels[:400] == np.array(_rgb(VERDICT_COLOURS["fail"]))).all(axis=2).sum() > 1000
+
+
+def test_a_switch_chip_is_coloured_by_its_own_checks_not_by_a_bad_link_ending_there(rack07_over_ssh):
+    from opsctl.reports.pictures import rack_view
+
+    summary = rack07_over_ssh.summary()
+    svg = rack_view(summary)
+    # Each of rack07's failing links ends on some chip; those chips are healthy: drawn in pass's
+    # colour, their failing links counted in the title (and drawn in the heatmap).
+    chips = {link["switch"] for link in summary["links"] if link["verdict"] == "fail"}
+    assert chips
+    for chip in chips:
+        cell = re.search(rf'fill="(#[0-9a-f]+)"[^>]*><title>{re.escape(chip)}: (\w+); (\d+) of its', svg)
+        assert cell, chip
+        assert cell.group(1) == VERDICT_COLOURS["pass"] and cell.group(2) == "pass" and int(cell.group(3)) >= 1

@@ -37,7 +37,7 @@ def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
         assert s["runbook"].startswith("runbooks/")
     assert len(result["trays"]) == 27 and all(t["status"] == "complete" for t in result["trays"])
     assert result["observed"]["switch_side_links"] == 1296  # the simulated switch trays answered
-    assert result["xids"]["origins"] == ["rack07/ct07/gpu0"]
+    assert result["xids"]["nvlink_xid_gpus"] == ["rack07/ct07/gpu0"]  # the flap's own GPU, and no other
 
 
 def test_the_kept_snapshot_localizes_to_the_same_answer(rack07_triage, opsctl):
@@ -54,7 +54,7 @@ def test_triage_reads_well_for_a_person(opsctl, tmp_path):
     assert result.code == 1, result.err
     out = result.out
     assert "faulty: 1 fault(s) found" in out and "lab1/gpu6 (gpu)" in out
-    assert "XID 119 (GSP RPC timeout)" in out and "reset the GPU" in out
+    assert "XID 119 (GSP RPC Timeout)" in out and "reset the GPU" in out  # the catalog's own words
     assert "runbook: runbooks/xid-gsp.md" in out and "idles: 1 GPU(s)" in out
 
 

@@ -7,6 +7,7 @@ so hovering it in a browser names the part and its reading.
 
 from html import escape
 
+from opsctl.burnin.checks import worst
 from opsctl.rack_models import model_named
 from opsctl.runs.tray_names import tray_label
 
@@ -40,13 +41,17 @@ def _svg(width, height, body, label):
             f'font-family="DejaVu Sans, Arial, sans-serif">{"".join(body)}</svg>')
 
 
-def _worst_link_verdict(links):
-    order = ("fail", "incomplete", "warn", "unobserved", "pass")
-    verdicts = {link["verdict"] for link in links}
-    for verdict in order:
-        if verdict in verdicts:
-            return verdict
-    return "unobserved"
+def _chip_cell(chip, own_verdicts, links):
+    """A switch chip coloured by its own checks; its failing links are the links' own (heatmap),
+    and the title counts them."""
+    observed = [link for link in links if link["verdict"] != "unobserved"]
+    if own_verdicts:
+        verdict = worst(own_verdicts)
+    else:
+        verdict = "pass" if observed else "unobserved"
+    failing = sum(link["verdict"] == "fail" for link in links)
+    title = f"{chip}: {verdict}; {failing} of its {len(links)} links fail (each drawn in the link heatmap)"
+    return chip.rsplit("/", 1)[1], verdict, title
 
 
 def rack_view(summary):
@@ -57,6 +62,9 @@ def rack_view(summary):
     links_by_chip = {}
     for link in summary["links"]:
         links_by_chip.setdefault(link["switch"], []).append(link)
+    own = {}  # a part's own checks: a chip is red for a failure of its own, not for a link's
+    for check in summary.get("checks") or []:
+        own.setdefault(check["component"], []).append(check["verdict"])
     rack = summary["rack"]
     if model.is_nvl72:
         compute = model.compute_tray_names()
@@ -75,8 +83,7 @@ def rack_view(summary):
             tray_index = int(name[2:])
             parts = [model.switch_chip_id(rack, model.chips_per_switch_tray * (tray_index - 1) + k)
                      for k in range(model.chips_per_switch_tray)]
-            cells = [(part.rsplit("/", 1)[1], _worst_link_verdict(links_by_chip.get(part, [])),
-                      f"{part}: worst of its {len(links_by_chip.get(part, []))} links") for part in parts]
+            cells = [_chip_cell(part, own.get(part, []), links_by_chip.get(part, [])) for part in parts]
             background = "#e7f5ff"
         else:
             first = model.compute_tray_names().index(name) * model.gpus_per_tray
@@ -104,9 +111,9 @@ def rack_view(summary):
     if not model.is_nvl72:  # the baseboard's NVSwitch chips, below its GPUs
         for k in range(model.switch_chips):
             chip = model.switch_chip_id(rack, k)
-            verdict = _worst_link_verdict(links_by_chip.get(chip, []))
+            _, verdict, title = _chip_cell(chip, own.get(chip, []), links_by_chip.get(chip, []))
             x = left + k * (box_w + 4)
-            body.append(_rect(x, y + 3, box_w, row_h - 8, VERDICT_COLOURS[verdict], f"{chip}: worst of its links", 'rx="2"'))
+            body.append(_rect(x, y + 3, box_w, row_h - 8, VERDICT_COLOURS[verdict], title, 'rx="2"'))
             body.append(_text(x + box_w / 2, y + 15, chip.rsplit("/", 1)[1], 10, "middle", "#fff"))
         body.append(_text(10, y + 15, "nvswitch", 11, extra='font-weight="bold"'))
         y += row_h
