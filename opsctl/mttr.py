@@ -40,6 +40,7 @@ class Repair:
     action: RepairAction
     gpus_idled: int
     gpus_lost_to_training: int  # beyond the spares: GPUs a training job cannot cover
+    gpu_ids: frozenset = frozenset()  # the GPUs out of service while it lasts
 
     @property
     def mttr_hours(self):
@@ -74,22 +75,52 @@ class MttrModel:
         if component.kind == "connector" and context is None:
             context = "switch_tray" if topology.model.is_switch_tray(component.tray) else "compute_tray"
         action = self.action_for(component.kind, topology.model.name, context)
-        idled = gpus_idled(action.out_of_service, component, topology)
+        out = gpus_out(action.out_of_service, component, topology)
         spare = self.spares.get(topology.model.name, {}).get("spare_gpus", 0)
-        return Repair(component_id, component.kind, action, idled, max(0, idled - spare))
+        return Repair(component_id, component.kind, action, len(out), max(0, len(out) - spare), frozenset(out))
+
+    def together(self, repairs, topology):
+        """What a rack's concurrent repairs take out of service together, against its spares:
+        GPUs idled by one repair and by another are counted once."""
+        out = set().union(*(repair.gpu_ids for repair in repairs)) if repairs else set()
+        layout = self.spares.get(topology.model.name, {})
+        spare, train = layout.get("spare_gpus", 0), layout.get("train_gpus", topology.model.gpus)
+        lost = max(0, len(out) - spare)
+        if not out:
+            advice = "nothing to take out of service"
+        elif len(out) == topology.model.gpus:
+            advice = "drain the rack: the repairs take every GPU out of service"
+        elif lost == 0:
+            advice = f"train on: the {spare} hot spares cover the {len(out)} GPUs the repairs take out"
+        else:
+            advice = (f"the repairs take {len(out)} GPUs out, {lost} more than the {spare} hot spares: a {train}-GPU job "
+                      f"cannot run on this rack until enough of them are back — repair together, or move the job")
+        return {"gpus_out": len(out), "gpu_ids": sorted(out), "spare_gpus": spare, "train_gpus": train,
+                "gpus_lost_to_training": lost, "advice": advice,
+                "source": "the repair model's spares (opsctl/data/mttr.yaml `spares`, or your --mttr-config; "
+                          "the 64-of-72 practice: docs/sources.md)"}
+
+
+def gpus_out(scope, component, topology):
+    """The GPU ids a repair of `component` with this out-of-service scope idles."""
+    model, rack = topology.model, topology.rack
+    trays = {model.gpu_id(rack, index): model.gpu_tray(index) for index in range(model.gpus)}
+    if scope in ("server", "rack"):
+        return set(trays)
+    if scope == "gpu":
+        if component.kind == "gpu":
+            return {component.id}
+        return {topology.links[link].gpu for link in component.links}
+    # compute_tray: the trays the part sits in; a link or cable is served from its GPU's tray
+    if component.kind in ("link", "cable") or component.tray is None:
+        held = {trays[topology.links[link].gpu] for link in component.links}
+    else:
+        held = {component.tray}
+    return {gpu for gpu, tray in trays.items() if tray in held}
 
 
 def gpus_idled(scope, component, topology):
-    model = topology.model
-    if scope == "gpu":
-        return 1
-    if scope in ("server", "rack"):
-        return model.gpus
-    # compute_tray: the trays the part sits in; a link or cable is served from its GPU's tray
-    if component.kind in ("link", "cable"):
-        return model.gpus_per_tray
-    trays = {topology.links[link].tray for link in component.links} if component.tray is None else {component.tray}
-    return model.gpus_per_tray * len(trays)
+    return len(gpus_out(scope, component, topology))
 
 
 def _merge(base, override):

@@ -279,11 +279,32 @@ def _counter_checks(component, counters, refs, lost=False):
         if sku.get("nvlink_generation") and not lost:
             checks += _required_counter_checks(component, links, sku["nvlink_generation"], rules)
     if not lost:
-        checks += _memory_checks(component, counters, rules, required=refs.sku is not None)
-        checks += _fabric_checks(component, counters.get("fabric"), rules, required=bool(sku.get("fabric_required")))
-        checks += _recovery_action_checks(component, counters.get("recovery_action"), rules)
+        checks += health_checks(component, counters, refs)
     checks += xid_checks(component, counters.get("xids") or [], refs.xids)
     return checks
+
+
+def health_checks(component, counters, refs):
+    """What a GPU's own health says with no load on it: ECC, remapped rows, retired pages,
+    violation time, fabric and the driver's recovery action. Triage reads these too."""
+    sku = refs.sku or {}
+    return (_memory_checks(component, counters, refs.rules, required=refs.sku is not None)
+            + _fabric_checks(component, counters.get("fabric"), refs.rules, required=bool(sku.get("fabric_required")))
+            + _recovery_action_checks(component, counters.get("recovery_action"), refs.rules))
+
+
+# What a GPU reports because one of its own links fails, not because of itself: the XIDs of
+# NVIDIA's NVLink workflows, and a fabric mask that says only "bandwidth degraded" (and the
+# limited capacity that sums it up) — which a link down makes true.
+LINK_FABRIC_FLAGS = ("degraded_bw", "summary limited_capacity")
+
+
+def is_link_symptom(check_name, value):
+    if check_name == "xid":
+        return value in xids.nvlink_xids()
+    if check_name == "fabric.health":
+        return bool(value) and isinstance(value, list) and set(value) <= set(LINK_FABRIC_FLAGS)
+    return False
 
 
 def _required_counter_checks(component, links, generation, rules):

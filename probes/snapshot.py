@@ -5,7 +5,8 @@ tray's snapshot is its ports, the far ends of the same links ("side": "switch").
 
 import time
 
-from probes.counters import link_window, snapshot_link
+from probes.counters import gpu_window, snapshot_link
+from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
@@ -21,22 +22,37 @@ def take_snapshot(nvml, window_s, clock=None, tray=None):
     # No polling thread: the window is spent waiting on NVML's event set, so a simulated clock
     # moves only by that wait, and each XID carries the moment it came.
     watcher = XidWatcher(nvml, reader.handles, now=now).start(poll=False)
-    before = reader.read_all(identity=False)
+    before = reader.read_all()
     watcher.collect_for(window_s, sleep)
     after = reader.read_all(identity=False)
     events = watcher.stop()
+    refs = load_references(next((r.name for r in before if r.name), None),
+                           device_id=next((r.pci_device_id for r in before if r.pci_device_id), None))
     links, gpus = [], []
     for first, last in zip(before, after):
         reachable = not (first.lost or last.lost)
+        xids = [event for event in events if event["gpu"] == last.index]
+        entry = {"gpu": last.index, "reachable": reachable,
+                 "xids": [{"xid": event["xid"], "time": round(event["time"], 3)} for event in xids]}
         if reachable:
-            by_port = {link.port: link for link in first.links}
-            links += [snapshot_link(last.index, link_window(by_port[link.port], link, window_s))
-                      for link in last.links if link.port in by_port]
-        gpus.append({"gpu": last.index, "reachable": reachable,
-                     "xids": [{"xid": event["xid"], "time": round(event["time"], 3)}
-                              for event in events if event["gpu"] == last.index]})
+            counters = gpu_window(first, last, xids, window_s)
+            links += [snapshot_link(last.index, link) for link in counters["links"]]
+            entry["failed_checks"] = own_failures(counters, refs)
+        gpus.append(entry)
     return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": links, "gpus": gpus,
             "errors": [entry["error"] for entry in watcher.errors]}
+
+
+def own_failures(counters, refs):
+    """The GPU's own health checks that fail with no load on it (row remap pending, ECC, fabric,
+    recovery action: probes.judge.health_checks), as the snapshot's `failed_checks`. A fabric
+    that is degraded because one of the GPU's links fails is that link's symptom, not the GPU's."""
+    component = "gpu"
+    links_fail = any(c["verdict"] == "fail" for c in link_rule_checks(counters["links"], counters["window_s"], refs.rules,
+                                                                      gpu_link(component), component))
+    return [{"check": c["check"], "value": c["value"], "reason": c["reason"]}
+            for c in health_checks(component, counters, refs)
+            if c["verdict"] == "fail" and not (links_fail and is_link_symptom(c["check"], c["value"]))]
 
 
 def take_switch_snapshot(switch, window_s, clock=None, tray=None):

@@ -118,6 +118,16 @@ def rule(code, intr_info=None, error_status=None, driver_major=None):
                      action, runbook, listed=bucket in data["buckets"], decoded=decoded, source=source)
 
 
+NVLINK_BUCKETS = ("WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR")
+
+
+@lru_cache(maxsize=1)
+def nvlink_xids():
+    """The XIDs of NVIDIA's NVLink workflows (catalog buckets WORKFLOW_NVLINK_ERR and
+    WORKFLOW_NVLINK5_ERR): the GPU that logs one has a problem on its own NVLink links."""
+    return frozenset(code for code, entry in catalog()["xids"].items() if entry["immediate"] in NVLINK_BUCKETS)
+
+
 def rulings():
     """{code: XidRuling} for every XID of the catalog (without sub-codes)."""
     return {code: rule(code) for code in catalog()["xids"]}

@@ -12,6 +12,7 @@ from tests.conftest import assert_one_line_error
 from tests.test_snapshot_cli import sim_inventory
 
 SEEDED_FAULTS = {"rack07/ct05/gpu1/nvl07", "rack07/ct12/j2", "rack07/ct07/gpu0/nvl13"}
+PENDING_REMAP = "rack07/ct17/gpu1"  # needs no load to be seen: triage names it too
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +32,17 @@ def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
     code, result, _ = rack07_triage
     assert code == 1
     faults = [s for s in result["suspects"] if "alternative_to" not in s]
-    assert {s["component"] for s in faults} == SEEDED_FAULTS
+    assert {s["component"] for s in faults} == SEEDED_FAULTS | {PENDING_REMAP}
     for s in faults:
-        assert s["score"] > 0.9 and s["action"] and s["mttr_hours"] > 0 and s["gpus_idled"] == 4
+        assert s["score"] > 0.9 and s["action"] and s["mttr_hours"] > 0
+        assert s["gpus_idled"] == (1 if s["component"] == PENDING_REMAP else 4)
         assert s["runbook"].startswith("runbooks/")
+    remap = next(s for s in faults if s["component"] == PENDING_REMAP)
+    assert remap["repair"] == "reset_gpu" and remap["runbook"] == "runbooks/xid-memory.md"
+    assert "memory.remapped_rows" in remap["evidence"][0]
+    # Together the four repairs idle 13 GPUs: more than the rack's 8 hot spares.
+    plan = result["repair_plan"]
+    assert (plan["gpus_out"], plan["spare_gpus"], plan["gpus_lost_to_training"]) == (13, 8, 5)
     assert len(result["trays"]) == 27 and all(t["status"] == "complete" for t in result["trays"])
     assert result["observed"]["switch_side_links"] == 1296  # the simulated switch trays answered
     assert result["xids"]["nvlink_xid_gpus"] == ["rack07/ct07/gpu0"]  # the flap's own GPU, and no other

@@ -18,16 +18,11 @@ from opsctl.burnin.link_health import link_rows, rack_snapshot
 from opsctl.burnin.parts import suspect_parts
 from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
-from opsctl.localize import evidence
 from opsctl.localize.snapshot import TRAY_UNREAD
 from opsctl.runs.tray_names import tray_label
+from probes.judge import is_link_symptom
 
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
-# What a GPU reports because of its own failing links, not of itself: the XIDs of NVIDIA's NVLink
-# workflows (74; 144-150 on NVLink 5) and a fabric health mask that says only "bandwidth
-# degraded" (and the limited capacity it sums up to) — which a link down makes true.
-LINK_XIDS = evidence.NVLINK_XIDS
-LINK_FABRIC_FLAGS = ("degraded_bw", "summary limited_capacity")
 EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAILED, INCOMPLETE: EXIT_INCOMPLETE}
 TRAY_SOURCE = "opsctl's exit codes (README): a tray unreachable, a probe crashed or timed out is incomplete, never a pass"
 
@@ -58,6 +53,7 @@ class RackJudgment:
     localizer: str
     notes: list = field(default_factory=list)
     snapshot: dict | None = None
+    repair_plan: dict | None = None  # what the repairs take out of service together, against the spares
 
     @property
     def exit_code(self):
@@ -74,7 +70,7 @@ class RackJudgment:
     def to_dict(self):
         return {
             "rack": self.rack, "model": self.model, "verdict": self.verdict, "exit_code": self.exit_code,
-            "failing": self.failing, "suspects": self.suspects, "localizer": self.localizer,
+            "failing": self.failing, "suspects": self.suspects, "localizer": self.localizer, "repair_plan": self.repair_plan,
             "trays": self.trays, "gpus": self.gpus, "links": [row.to_dict() for row in self.links],
             "checks": [c.to_dict() for c in self.checks], "notes": self.notes,
         }
@@ -109,13 +105,15 @@ def judge_rack(rack, topology, documents, outcomes, criteria):
     window = max((float((r.get("counters") or {}).get("window_s") or 0) for r in readings.gpus.values()), default=0.0)
     snapshot = rack_snapshot(
         rack.name, model.name, window or 1.0, links,
-        [{"id": gpu_id, "reachable": not reading.get("lost"), "xids": _xid_events(reading)}
+        [{"id": gpu_id, "reachable": not reading.get("lost"), "xids": _xid_events(reading),
+          "failed_checks": _own_failures(gpu_id, checks, bad)}
          for gpu_id, reading in readings.gpus.items()],
         [{"tray": t["tray"], "status": "complete" if t["status"] == "complete" else TRAY_UNREAD, "error": t["reason"]}
          for t in readings.trays if t["status"] != "missing"],
     )
     failing = _failing(checks, bad, topology)
-    suspects, localizer = suspect_parts(snapshot, topology) if failing["links"] or failing["gpus"] else ([], "nothing to localize")
+    suspects, localizer, repair_plan = suspect_parts(snapshot, topology) if failing["links"] or failing["gpus"] \
+        else ([], "nothing to localize", None)
     if any(c.verdict in bad for c in checks):
         verdict = FAIL
     elif any(c.verdict == "incomplete" for c in checks):
@@ -124,7 +122,7 @@ def judge_rack(rack, topology, documents, outcomes, criteria):
         verdict = PASS
     return RackJudgment(rack=rack.name, model=model.name, verdict=verdict, checks=checks, trays=readings.trays,
                         gpus=gpus, links=links, failing=failing, suspects=suspects, localizer=localizer, notes=notes,
-                        snapshot=snapshot)
+                        snapshot=snapshot, repair_plan=repair_plan)
 
 
 def _gather(rack, documents, outcomes):
@@ -181,7 +179,7 @@ def _link_symptoms_to_their_links(checks, bad, topology):
     moved = []
     for check in checks:
         links = sorted(failing_links.get(check.component, ()))
-        if links and check.verdict in bad and _is_link_symptom(check):
+        if links and check.verdict in bad and is_link_symptom(check.check, check.value):
             others = f" (and {', '.join(links[1:])})" if len(links) > 1 else ""
             check = replace(check, component=links[0], reason=f"{check.reason} — logged by {check.component} "
                             f"for its link {links[0]}{others}, whose counters fail too")
@@ -189,12 +187,11 @@ def _link_symptoms_to_their_links(checks, bad, topology):
     return moved
 
 
-def _is_link_symptom(check):
-    if check.check == "xid":
-        return check.value in LINK_XIDS
-    if check.check == "fabric.health":
-        return bool(check.value) and set(check.value) <= set(LINK_FABRIC_FLAGS)
-    return False
+def _own_failures(gpu_id, checks, bad):
+    """The checks a GPU failed on its own account (its links' are theirs by now; its XIDs go to
+    the localizer as XIDs): what the localizer names it for, and what decides its repair."""
+    return [{"check": c.check, "value": c.value, "reason": c.reason} for c in checks
+            if c.component == gpu_id and c.verdict in bad and c.check != "xid"]
 
 
 def _xid_events(reading):

@@ -55,7 +55,7 @@ def _localize_observation(observation, index, mttr, log_r=None):
     lost = lost_gpus(observation, index)
     evidence, nvlink_gpus = _evidence(index, log_r, observation.gpu_xids, lost)
     details = LinkDetails(observation.sides, observation.window_s, observation.gpu_xids, nvlink_gpus, lost,
-                          int(np.sum(observation.gpu_reachable == 1)))
+                          int(np.sum(observation.gpu_reachable == 1)), observation.gpu_checks)
     slots = find_faults(index, evidence)
     result = RackResult(observation.rack, index, evidence, details, mttr)
     return result.document(slots, observation.window_s, unread_trays(observation, index), observation.source,

@@ -9,8 +9,8 @@ in DCGM. log r = log P(verdict | link bad) − log P(verdict | link healthy) (VE
 each end read is a judgment of its own and their log ratios add. A link nobody read has r = 1
 (log 0): missing is neither healthy nor faulty.
 
-GPUs. The log ratio of a GPU's own symptoms (XIDs whose catalog bucket fails a GPU, lost)
-under "GPU faulty" vs "healthy"; and the NVLink XIDs it logged, which point at the parts on its
+GPUs. The log ratio of a GPU's own symptoms (XIDs whose catalog bucket fails a GPU, lost) under
+"GPU faulty" vs "healthy"; and the NVLink XIDs it logged, which point at the parts on its
 own links. NVIDIA documents no XID that one failing link makes other GPUs log, so none is
 read as an echo of another GPU's fault.
 """
@@ -117,10 +117,8 @@ def verdict_codes_log_ratio(codes):
 
 
 # --- XIDs -------------------------------------------------------------------------------------
-# The XIDs of NVIDIA's NVLink workflows (catalog buckets WORKFLOW_NVLINK_ERR, WORKFLOW_NVLINK5_ERR):
-# the GPU that logs one has a problem on its own NVLink links.
-NVLINK_BUCKETS = ("WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR")
-NVLINK_XIDS = frozenset(code for code, entry in xid_catalog.catalog()["xids"].items() if entry["immediate"] in NVLINK_BUCKETS)
+# The XIDs of NVIDIA's NVLink workflows: the GPU that logs one has a problem on its own links.
+NVLINK_XIDS = xid_catalog.nvlink_xids()
 # An NVLink XID on a GPU: P(logged | a part on the GPU's links is faulty), P(logged | not).
 NVLINK_XID = (0.5, 1e-3)
 

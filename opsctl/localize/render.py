@@ -54,6 +54,10 @@ def render_triage(result, out):
             table.add_row(str(number), f"{s['component']} ({s['kind'].replace('_', ' ')})", f"{s['score']:.2f}",
                           s.get("repair", "-"), f"{s.get('mttr_hours', 0):g}", idles)
         out.print(table)
+    plan = result.get("repair_plan")
+    if faults and plan:
+        style = "yellow" if plan["gpus_lost_to_training"] else "green"
+        out.print(f"[{style}]together[/{style}]: {plan['advice']}")
     for number, s in enumerate(faults, start=1):
         bad = f", {len(s['links'])} of its {s['links_through']} links bad" if s["links_through"] > 1 and s["links"] else ""
         out.print(f"[bold]{number}. {s['component']}[/bold] ({s['kind'].replace('_', ' ')}{bad}) — score {s['score']:.2f}")
@@ -62,7 +66,7 @@ def render_triage(result, out):
         if "action" in s:
             steps = ", ".join(f"{k[:-2]} {v:g}" for k, v in s["mttr_steps"].items() if v)
             lost = s["gpus_lost_to_training"]
-            spare = "the spares cover it" if lost == 0 else f"{lost} beyond the spares"
+            spare = "alone, the spares cover it" if lost == 0 else f"{lost} beyond the spares"
             out.print(f"   do:    {s['action']}")
             out.print(f"   time:  {s['mttr_hours']:g} h ({steps})")
             out.print(f"   idles: {s['gpus_idled']} GPU(s), {s['out_of_service'].replace('_', ' ')} out of service; {spare}")

@@ -4,6 +4,7 @@ points at it, its repair action, MTTR, blast radius and runbook."""
 import numpy as np
 
 from opsctl.localize.evidence import COUNTERS, SOURCE, XID_SOURCE, gpu_xid
+from opsctl.localize.gpu_faults import worst_fault
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
 from opsctl.localize.search import DECIDE
 from opsctl.runbooks import runbook_for
@@ -21,11 +22,22 @@ JUDGEMENT = {
 }
 
 
-def gpu_repair_context(xid_codes, lost):
-    """How a GPU suspected from its own symptoms is repaired first: the XID catalog's action."""
+JUDGED = {
+    "judged": "the GPU failed rulebook checks of its own on its tray (failed_checks in its evidence)",
+    "threshold": None,
+    "source": "probes/references/rules.yaml and the GPU model's reference figures, as each failed check names",
+}
+
+
+def gpu_repair_context(xid_codes, lost, failed_checks=()):
+    """How a GPU suspected from its own symptoms is repaired first: the repair of the worst
+    fault its failed checks show (gpu_faults.py), else the XID catalog's action."""
+    fault = worst_fault(failed_checks)
     contexts = {gpu_xid(code).repair for code in xid_codes if gpu_xid(code) is not None}
-    if "rma" in contexts:
+    if "rma" in contexts or (fault and fault.context == "rma"):
         return "rma"
+    if fault is not None:
+        return fault.context
     if contexts or lost:
         return "reset"
     return None
@@ -40,11 +52,12 @@ class RackResult:
         self.evidence = evidence
         self.details = details  # LinkDetails: readings to quote, GPUs with NVLink XIDs, lost GPUs
         self.mttr = mttr
+        self.repairs = []  # of the declared faults, for what they take out together
 
     def full(self, relative_id):
         return f"{self.rack}/{relative_id}"
 
-    def suspect(self, slot_part, score, q=None, alternative_to=None):
+    def suspect(self, slot_part, score, q=None, alternative_to=None, judged=False):
         index = self.index
         kind = index.part_kinds[slot_part]
         part_id = index.part_ids[slot_part]
@@ -55,8 +68,11 @@ class RackResult:
         gpu = index.gpu_index.get(part_id) if kind == "gpu" else None
         xids = self.details.gpu_xid_codes.get(gpu, []) if gpu is not None else []
         lost = gpu in self.details.lost if gpu is not None else False
-        context = gpu_repair_context(xids, lost) if kind == "gpu" else None
+        failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else []
+        context = gpu_repair_context(xids, lost, failed) if kind == "gpu" else None
         repair = self.mttr.repair(f"{TEMPLATE_RACK}/{part_id}", index.topology, context) if self.mttr else None
+        if repair is not None and alternative_to is None:
+            self.repairs.append(repair)
         entry = {
             "component": self.full(part_id),
             "kind": kind,
@@ -85,13 +101,14 @@ class RackResult:
         # The runbook of its most telling GPU-fault XID, else of its kind (an NVLink XID on a
         # GPU blamed for its links is the link's symptom, not the GPU's workflow).
         telling = sorted({c for c in xids if gpu_xid(c) is not None}, key=lambda c: -gpu_xid(c).log_ratio)
-        entry["runbook"] = runbook_for(kind=kind, xids=telling)
-        entry["evidence"] = self.describe(bad, xids, lost, gpu)
-        entry["judgement"] = {**JUDGEMENT, "value": entry["score"]}
+        fault = worst_fault(failed)
+        entry["runbook"] = (runbook_for(kind=fault.kind) if fault and not telling else None) or runbook_for(kind=kind, xids=telling)
+        entry["evidence"] = self.describe(bad, xids, lost, gpu, failed)
+        entry["judgement"] = {**(JUDGED if judged else JUDGEMENT), "value": entry["score"]}
         return entry
 
-    def describe(self, bad_links, xids, lost, gpu):
-        lines = []
+    def describe(self, bad_links, xids, lost, gpu, failed=()):
+        lines = [f"failed {c['check']}: {c['reason']}" if c.get("reason") else f"failed {c['check']}" for c in failed]
         for link in bad_links[:EVIDENCE_LINKS_SHOWN]:
             lines.append(f"{self.full(self.index.link_ids[link])}: {self.details.reading(link)}")
         if len(bad_links) > EVIDENCE_LINKS_SHOWN:
@@ -105,12 +122,33 @@ class RackResult:
             lines.append("logged an NVLink XID (NVIDIA's NVLink workflow: a problem on its own links)")
         return lines
 
+    def repair_plan(self):
+        """What all the declared faults' repairs take out of service together (None without a
+        repair model): the GPUs, against the rack's hot spares, and what that means."""
+        if not self.mttr:
+            return None
+        plan = self.mttr.together(self.repairs, self.index.topology)
+        plan["gpu_ids"] = [self.full(gpu.split("/", 1)[1]) for gpu in plan["gpu_ids"]]
+        return plan
+
+    def judged_gpus(self, slots):
+        """GPUs that failed rulebook checks of their own on their trays and that no declared
+        part (the GPU itself, its tray, its baseboard) already names: faults by judgment, not
+        inference, so each is a suspect of its own with score 1, whatever the other faults."""
+        index = self.index
+        covered = set()
+        for slot in slots:
+            if index.part_kinds[slot.part] in ("gpu", "compute_tray", "baseboard"):
+                covered.update(index.part_gpus(slot.part).tolist())
+        return [gpu for gpu in sorted(self.details.gpu_checks) if gpu not in covered and index.gpu_part[gpu] >= 0]
+
     def document(self, slots, window_s, unread, source, taken=None):
         suspects = [self.suspect(s.part, s.score, s.q) for s in slots]
+        suspects += [self.suspect(int(self.index.gpu_part[gpu]), 1.0, judged=True) for gpu in self.judged_gpus(slots)]
         for s in slots:
             for part, score in s.alternatives:
                 suspects.append(self.suspect(part, score, alternative_to=self.full(self.index.part_ids[s.part])))
-        faulty = bool(slots)
+        faulty = any("alternative_to" not in s for s in suspects)
         status = "faulty" if faulty else ("incomplete" if unread else "healthy")
         details = self.details
         return {
@@ -129,6 +167,7 @@ class RackResult:
                 "gpus_total": len(self.index.gpu_ids),
             },
             "unread_trays": unread,
+            "repair_plan": self.repair_plan(),
             "xids": {
                 "nvlink_xid_gpus": [self.full(self.index.gpu_ids[g]) for g in sorted(details.nvlink_gpus)],
             },
@@ -139,7 +178,7 @@ class RackResult:
 class LinkDetails:
     """The readings behind the evidence, kept to quote them in a suspect's evidence."""
 
-    def __init__(self, observation_sides, window_s, gpu_xids, nvlink_gpus, lost, gpus_answered):
+    def __init__(self, observation_sides, window_s, gpu_xids, nvlink_gpus, lost, gpus_answered, gpu_checks=None):
         self.sides = observation_sides
         self.window_s = window_s
         self.observed = np.zeros_like(next(iter(observation_sides.values())).observed)
@@ -148,6 +187,7 @@ class LinkDetails:
         self.switch_observed = int(np.sum(observation_sides["switch"].observed)) if "switch" in observation_sides else 0
         self.gpu_xid_codes = {gpu: [code for code, _ in events] for gpu, events in gpu_xids.items()}
         self.nvlink_gpus = nvlink_gpus
+        self.gpu_checks = gpu_checks or {}
         self.lost = set(lost)
         self.gpus_answered = gpus_answered
 

@@ -12,6 +12,9 @@ observed. Beyond CONTRACT's fields opsctl reads, when present:
   `peer_gpu` and `peer_port`;
 - `effective_ber` on a link;
 - XIDs as `{"xid": 149, "time": 1767225602.31}` (unix seconds or ISO 8601): when each came;
+- `failed_checks` on a GPU: `[{"check": "memory.remapped_rows", "value": …, "reason": …}]`, the
+  rulebook's checks the GPU failed on its own account (the tray judged them): evidence against
+  that GPU, and what decides its repair (opsctl/localize/gpu_faults.py);
 - `trays: [{"tray": "ct05", "status": "unread", "error": "…"}]`: which trays answered. A
   GPU that did not answer while its tray did is a lost GPU; the GPUs and links of a tray that
   did not answer are missing, neither healthy nor faulty.
@@ -65,6 +68,7 @@ class RackObservation:
     sides: dict  # "gpu" / "switch" -> SideReadings
     gpu_reachable: np.ndarray  # int8 per GPU index: 1 answered, 0 did not, −1 not listed
     gpu_xids: dict = field(default_factory=dict)  # GPU index -> [(xid, time or None)]
+    gpu_checks: dict = field(default_factory=dict)  # GPU index -> its own failed checks [{check, value, reason}]
     trays: dict = field(default_factory=dict)  # tray name -> {"status", "error"}
     document: dict = field(default_factory=dict)
 
@@ -306,6 +310,11 @@ def _read_gpu(entry, where, prefix, index, observation):
         events.append((xid, at))
     if events:
         observation.gpu_xids[gpu] = events
+    failed = entry.get("failed_checks") or []
+    if not isinstance(failed, list) or not all(isinstance(c, dict) and isinstance(c.get("check"), str) for c in failed):
+        raise InputError(f"{where}: failed_checks must be a list of mappings, each with a check name")
+    if failed:
+        observation.gpu_checks[gpu] = [{"check": c["check"], "value": c.get("value"), "reason": c.get("reason")} for c in failed]
 
 
 def _time(value, where):
@@ -387,6 +396,8 @@ def assemble_snapshot(rack, model, window_s, tray_documents, tray_failures, take
             local = gpu.get("gpu")
             entry = {"id": f"{tray_id}/gpu{local}" if isinstance(local, int) else gpu.get("id"), "reachable": gpu.get("reachable", True),
                      "xids": gpu.get("xids", [])}
+            if gpu.get("failed_checks"):
+                entry["failed_checks"] = gpu["failed_checks"]
             gpus.append(entry)
     document = {"format": SNAPSHOT_FORMAT, "rack": rack, "model": model.name, "window_seconds": window_s,
                 "links": links, "gpus": gpus, "trays": trays}

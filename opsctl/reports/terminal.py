@@ -26,8 +26,10 @@ def print_summary(console, summary):
     if suspects:
         console.print(f"[bold]parts to repair[/] ({summary['localizer']}):")
         for s in suspects:
-            console.print(f"  {s['component']} ({s['kind']}, score {s['score']:.2f}): {s['action']} — about "
-                          f"{s['mttr_hours']:g} h, {s['gpus_idled']} GPUs idled; links {', '.join(s['links'])}", soft_wrap=True)
+            links = f"; links {', '.join(s['links'])}" if s["links"] else ""
+            console.print(f"  {s['component']} ({s['kind'].replace('_', ' ')}, score {s['score']:.2f}): {s['action']} — about "
+                          f"{s['mttr_hours']:g} h, {s['gpus_idled']} GPUs idled; runbook {s['runbook']}{links}", soft_wrap=True)
+        print_repair_plan(console, summary.get("repair_plan"))
     failing = summary["failing"]
     for key, label in (("gpus", "failing GPUs"), ("links", "failing links"), ("other", "other failing components"),
                        ("trays", "trays that did not report")):
@@ -57,3 +59,10 @@ def print_summary(console, summary):
             console.print(f"  [{number}] {source}", highlight=False, markup=False)
     console.print(f"reports: {summary['run']}/report.html (handover), junit.xml, summary.json; "
                   f"raw tray results in {summary['run']}/trays/", soft_wrap=True)
+
+
+def print_repair_plan(console, plan):
+    """The rack's repairs together: the GPUs they take out at once against the hot spares."""
+    if plan and plan["gpus_out"]:
+        style = "yellow" if plan["gpus_lost_to_training"] else "green"
+        console.print(f"  [{style}]together[/]: {plan['advice']}", soft_wrap=True)

@@ -1,0 +1,53 @@
+"""What a GPU's own failed check says about it: the fault kind (which names its runbook) and the
+repair context of opsctl/data/mttr.yaml (which names its action, MTTR and blast radius).
+
+A tray judges its GPUs by the rulebook; a GPU that failed a check of its own — wrong GEMM
+results, too slow, throttling, a pending row remap, a fabric it cannot join — is a fault of
+that GPU, to be repaired like any other part. The burn-in's and the triage's snapshots carry
+those checks (`failed_checks` of a GPU entry), and the localizer names the GPU with the repair
+this table gives. Checks on a GPU's links are its links' (they never come here), and XIDs are
+read by the XID catalog (evidence.py).
+"""
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuFault:
+    kind: str  # a fault kind the runbooks name (runbooks/*.md `kinds`)
+    context: str  # the repair context of the `gpu` part in mttr.yaml (gpu@<context>)
+    severity: int  # which repair wins when a GPU fails several ways: the highest
+
+
+# Ordered: the first pattern a check name matches decides.
+CHECK_FAULTS = (
+    (re.compile(r"gemm\.\w+\.(mismatches|reference)$"), GpuFault("sdc", "rma", 4)),
+    (re.compile(r"(under_load\.clocks_event_reasons|gemm\.\w+\.drop_pct|rack\.temperature_c|clocks\.violation_s)$"),
+     GpuFault("thermal_throttle", "cooling", 3)),
+    (re.compile(r"(fabric\.health|fabric\.clique)$"), GpuFault("fabric_degraded", "fabric", 3)),
+    (re.compile(r"(memory\.remapped_rows|memory\.retired_pages|ecc\.uncorrected_volatile)$"), GpuFault("row_remap", "reset", 2)),
+    (re.compile(r"(gpu\.lost|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
+    (re.compile(r"(gemm\.\w+\.tflops(\.peers)?|membw\.gbps(\.peers)?|rack\.\w+)$"), GpuFault("slow_gpu", "reset", 1)),
+    (re.compile(r"nvlink\.link_count$"), GpuFault("gpu", "replace", 3)),
+)
+POWER_BRAKE = "hw_power_brake_slowdown"
+
+
+def gpu_fault(check, value=None):
+    """The GpuFault of a failed check's name (and its reading: a clocks check held only by the
+    power brake is a power-delivery fault, not a cooling one), or None for a check this table
+    does not know (it still fails the GPU; the repair is the GPU's default)."""
+    for pattern, fault in CHECK_FAULTS:
+        if pattern.search(check):
+            if fault.kind == "thermal_throttle" and isinstance(value, list) and value and set(value) == {POWER_BRAKE}:
+                return GpuFault("power_brake", "power", fault.severity)
+            return fault
+    return None
+
+
+def worst_fault(failed_checks):
+    """The fault that decides the repair of a GPU with these failed checks: [{"check", "value"}]."""
+    faults = [gpu_fault(entry.get("check", ""), entry.get("value")) for entry in failed_checks]
+    faults = [fault for fault in faults if fault is not None]
+    return max(faults, key=lambda fault: fault.severity) if faults else None
