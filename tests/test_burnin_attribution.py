@@ -26,6 +26,9 @@ def judged(topology, *checks):
     Check("xid", GPU, "fail", 145, "RESET_GPU", "XID", "logged"),
     Check("fabric.health", GPU, "fail", ["degraded_bw", "summary limited_capacity"], "completed", "fabric state", "!="),
     Check("fabric.health", GPU, "fail", ["degraded_bw"], "completed", "fabric state", "!="),
+    # The flap was down for part of the peer copies: 17 of 18 links, 5.6% below the rack median.
+    Check("rack.nvlink_gbps", GPU, "fail", 850.0, 855.0, "GB/s", "<"),
+    Check("nvlink.peer_gbps", GPU, "fail", 600.0, 630.0, "GB/s", "<"),
 ])
 def test_a_symptom_of_the_gpus_failing_link_is_the_links(rack07_topology, symptom):
     moved, failing = judged(rack07_topology, link_down(), symptom)
