@@ -6,6 +6,8 @@
 `execute` runs `python -m probes run` on every tray that has no result yet, keeps each tray's
 raw JSON the moment it arrives, judges the rack from every result the run holds, and writes
 summary.json, the rack's link-health snapshot, JUnit XML and the HTML handover report.
+Starting or resuming a run locks its folder for this process (opsctl/runs/run_lock.py), so one
+run is never run twice at once.
 """
 
 import getpass
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from opsctl import __version__
 from opsctl.acceptance.criteria import load_criteria
+from opsctl.acceptance.trial import trial_fields
 from opsctl.backend import sim_spec_for, topology_for
 from opsctl.burnin.judge import TrayOutcome, judge_rack
 from opsctl.burnin.progress import TrayProgress
@@ -91,8 +94,11 @@ def start_run(rack, plan, out=None):
 
 
 def resume_run(name):
-    """The run and its plan; the rack is read again from the inventory it recorded."""
-    run = RunDirectory.open(name)
+    """The run and its plan; the rack is read again from the inventory it recorded.
+
+    The run is locked for this process (runs/run_lock.py): a second `--resume` of a run that
+    is being run or resumed is refused, rather than running the trays' probes beside it."""
+    run = RunDirectory.open(name).lock()
     meta = run.meta
     try:
         plan = Plan(**meta["plan"])
@@ -179,6 +185,7 @@ def summarize(rack, run, plan, criteria, judgment, interrupted):
         "exit_code": judgment.exit_code,
         "interrupted": interrupted,
         "run": str(run.path),
+        "run_id": run.run_id,  # one ledger row per run, however often it is resumed and judged
         "inventory": str(rack.source),
         "backend": rack.backend,
         "transport": rack.transport,
@@ -187,8 +194,9 @@ def summarize(rack, run, plan, criteria, judgment, interrupted):
         "finished": judged,
         "by": operator(),
         "started_by": meta.get("by"),
-        "duration_s": plan.duration_s,
         "criteria": criteria.record(),
+        # an acceptance loaded for less than its criteria ask is a trial, and says so
+        **trial_fields(plan.kind, plan.duration_s, criteria.duration_s),
         **judgment.to_dict(),
         # What to repair, for the fleet ledger (`opsctl ledger record-burnin RUN`): the parts the
         # localizer names, and every failing GPU and link.

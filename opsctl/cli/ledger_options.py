@@ -65,13 +65,60 @@ def recording_options(command):
 
 def record_in_ledger(ctx, record, document, db, later):
     """Record `document` with `record` (record_burnin, record_triage); a ledger that cannot be
-    written costs a warning, never the result: `later` says how to record it by hand."""
+    written costs a warning, never the result: `later` says how to record it by hand. Says on
+    stderr what the ledger holds now — a new record, or one it already had (nothing counted twice)."""
     try:
         with open_ledger(db) as ledger:
-            record(document, ledger, parts=parts_for(ctx))
+            recorded = record(document, ledger, parts=parts_for(ctx))
             where = ledger.url
     except OpsctlError as error:
         click.echo(f"opsctl: warning: not recorded in the ledger ({error}); record it later with: {later}", err=True)
         return False
     click.echo(f"recorded in the ledger {where}", err=True)
+    for item in recorded:
+        click.echo(f"  {recorded_line(item)}", err=True)
     return True
+
+
+# --- saying what was recorded ------------------------------------------------------------------
+def recorded_line(item):
+    """One line for what record_burnin or record_triage returned."""
+    return triage_line(item) if "triage" in item else run_line(item)
+
+
+def run_line(run):
+    """'rack07 burnin 2026-…: fail, failing parts: rack07/ct12/j2 (explains 3 failing links) (recorded)'."""
+    counted = [p for p in run["failing_parts"] if not p.get("explained_by")]
+    failing = ", ".join(_explaining(p, run["failing_parts"]) for p in counted) or "none"
+    handover = f"; {run['rack']} in service since {run['handover_at']}" if run["handover_at"] else ""
+    if run["new"]:
+        status = "recorded"
+    elif run.get("updated"):
+        status = "the run's row updated: the same run, judged again"
+    else:
+        status = "already in the ledger"
+    return (f"{run['rack']} {run['kind']} {run['finished_at']}: {run['verdict']}, failing parts: {failing}"
+            f"{handover} ({status})")
+
+
+def _explaining(part, failing):
+    """'rack07/ct12/j2 (explains 3 failing links)': the symptoms a part accounts for."""
+    symptoms = [p for p in failing if p.get("explained_by") == part["part"]]
+    if not symptoms:
+        return part["part"]
+    kinds = sorted({p["kind"] for p in symptoms})
+    return f"{part['part']} (explains {len(symptoms)} failing {'/'.join(k + 's' for k in kinds)})"
+
+
+def triage_line(triage):
+    """'rack07 triage 2026-…: rack07/ct12/j2 (connector): new incident inc-…; … (recorded)'."""
+    if triage["healthy"]:
+        what = "healthy"
+    else:
+        faults = "; ".join(
+            f"{i['part']} ({i['kind']}): " + (f"new incident {i['key']}" if i["new"] else
+                                              f"still open, incident {i['key']} since {i['since']}, not counted again")
+            for i in triage["incidents"])
+        what = f"{faults}; action {triage['action']}"
+    status = "recorded" if triage["new"] else "this triage was already in the ledger"
+    return f"{triage['rack']} triage {triage['at']}: {what} ({status})"

@@ -115,6 +115,31 @@ class Parts:
                              f"see opsctl topology show {facts.name}")
         return Part(part_id, facts.name, component.kind)
 
+    def enclosing(self, part_id, facts):
+        """The parts that hold `part_id`, nearest first, by the topology's 'contains' edges (a
+        compute tray holds its GPUs and connectors, a switch tray its chips, a cartridge its
+        cables); a link is part of its GPU; the rack holds every part."""
+        if part_id == facts.name:
+            return []
+        topology = self._template(facts)
+        node = self._template_id(part_id)
+        chain = []
+        if node in topology.links:
+            node = topology.links[node].gpu
+            chain.append(node)
+        while node in topology.graph:  # (an imported part another cabling map had is held by the rack only)
+            holders = [u for u, _, relation in topology.graph.in_edges(node, data="relation") if relation == "contains"]
+            if not holders:
+                break
+            node = holders[0]
+            chain.append(node)
+        return [facts.name + template[len(TEMPLATE_RACK):] for template in chain] + [facts.name]
+
+    def related(self, a, b, facts):
+        """One part is the other, holds it, or is held by it: a repair of one is a repair of
+        the other's fault (a connector triage suspected, fixed by replacing its tray)."""
+        return a == b or a in self.enclosing(b, facts) or b in self.enclosing(a, facts)
+
     def action(self, name):
         if name not in self.mttr.actions:
             raise InputError(f"unknown repair action {name!r} (known: {', '.join(sorted(self.mttr.actions))})")

@@ -5,11 +5,17 @@ documents) goes into the ledger with one call, and so do racks and incidents sai
     record_triage(result)         # opsctl triage / localize
     record_incident(part, at=…)   # a failure nobody triaged with opsctl
 
-Each call is one write transaction. Recording the same document twice adds nothing (its key
-is a digest of its content), so a retried hook or a re-run import is harmless.
+Each call is one write transaction, and each is idempotent, so a retried hook, a command that
+records itself and is then recorded by hand, or a re-run import adds nothing:
+- a run is one row, keyed by its run's id (summary.json's run_id): resumed or judged again, the
+  row is updated to the latest judgment, never doubled;
+- a triage is keyed by its rack, time and suspects, and each fault it names (every suspect not
+  offered as an `alternative_to` another) joins its part's open incident, if it has one
+  (incidents.py) — one fault episode of one part is one incident.
 """
 
 from opsctl.errors import InputError
+from opsctl.ledger.incidents import open_or_join
 from opsctl.ledger.parts import Parts, rack_of
 from opsctl.ledger.store import Ledger, content_key, new_key, open_ledger
 from opsctl.ledger.timestamps import stored, utc_now
@@ -255,16 +261,42 @@ def record_burnin(summary, ledger=None, *, kind=None, at=None, source=None, inve
                 if by is not None and by in ids:  # its explainer is counted in this run
                     entry["explained_by"] = next(p.id for i, p in resolved if i == by)
                 failing.append(entry)
-            record = {"key": content_key("run", run_kind, finished, document), "rack": rack, "kind": run_kind,
-                      "finished_at": finished, "verdict": verdict, "failing_parts": failing,
-                      "source": str(source) if source else None, "recorded_at": stored(utc_now())}
-            new = Ledger.insert(tx, "runs", record)
+            identity = _run_identity(document)
+            key = content_key("run", identity) if identity else content_key("run", run_kind, finished, document)
+            record = {"key": key, "rack": rack, "kind": run_kind, "finished_at": finished, "verdict": verdict,
+                      "failing_parts": failing, "source": str(source) if source else None,
+                      "recorded_at": stored(utc_now())}
+            new, updated = _put_run(tx, record)
             handover = None
-            if run_kind == "accept" and verdict == "pass":
+            # A trial acceptance (loaded for less than its criteria ask) hands nothing over.
+            if run_kind == "accept" and verdict == "pass" and not document.get("trial"):
                 tx.execute("UPDATE racks SET handover_at = ? WHERE rack = ? AND handover_at IS NULL", (finished, rack))
                 handover = tx.row("SELECT handover_at FROM racks WHERE rack = ?", (rack,))["handover_at"]
-            recorded.append({**record, "new": new, "handover_at": handover})
+            recorded.append({**record, "new": new, "updated": updated, "handover_at": handover})
     return recorded
+
+
+def _run_identity(document):
+    """What names one run however often it is resumed or judged: the run_id a run folder's
+    summary carries; for a summary of a run made before runs had one, its rack, kind and
+    creation time (as RunDirectory.run_id names such a run). None for a hand-written document."""
+    if isinstance(document.get("run_id"), str) and document["run_id"]:
+        return document["run_id"]
+    if document.get("format") == "opsctl-burnin/1" and document.get("created") and document.get("kind"):
+        return f"{document.get('rack')}/{document['kind']}/{document['created']}"
+    return None
+
+
+def _put_run(tx, record):
+    """Insert the run, or bring its row up to this judgment of it: (new, updated)."""
+    if Ledger.insert(tx, "runs", record):
+        return True, False
+    present = Ledger.select(tx, "runs", "key = ?", (record["key"],))[0]
+    judged = ("kind", "verdict", "failing_parts")
+    if all(present[c] == record[c] for c in judged):
+        return False, False  # the same judgment again (a resume of a finished run): nothing changes
+    Ledger.update(tx, "runs", record["key"], {c: record[c] for c in (*judged, "finished_at", "source")})
+    return False, True
 
 
 # --- triage --------------------------------------------------------------------------------
@@ -279,54 +311,67 @@ def _chosen_action(session, suspect, part, facts):
     return session.parts.default_action(part, facts).name
 
 
+def _faults(document, what, rack):
+    """The faults a triage names: every suspect not offered only as an alternative to another
+    (localize orders them most likely first)."""
+    suspects = document.get("suspects") or []
+    if not isinstance(suspects, list) or not all(isinstance(s, dict) for s in suspects):
+        raise InputError(f"{what}: rack {rack}: \"suspects\" must be a list of objects")
+    for number, suspect in enumerate(suspects, 1):
+        if not isinstance(suspect.get("component"), str):
+            raise InputError(f"{what}: rack {rack}: suspect {number} names no \"component\"")
+    return suspects, [s for s in suspects if not s.get("alternative_to")]
+
+
 def record_triage(result, ledger=None, *, at=None, source=None, inventory=None, parts=None):
-    """Record a triage (or localize) result: one triage per rack, and an incident for each rack
-    that has a suspect (the first suspect: localize orders them most likely first)."""
+    """Record a triage (or localize) result: one triage per rack, and each fault it names as an
+    incident of its part — or, while that part's fault is still open, as the incident it already
+    has. The triage's chosen part and action are its first suspect's."""
     what = source or "triage result"
     check_triage_document(result, what)
     recorded = []
     with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
         for document, rack, facts in session.each_rack(tx, result, what):
-            suspects = document.get("suspects") or []
-            if not isinstance(suspects, list) or not all(isinstance(s, dict) for s in suspects):
-                raise InputError(f"{what}: rack {rack}: \"suspects\" must be a list of objects")
+            suspects, faults = _faults(document, what, rack)
             healthy = bool(document.get("healthy", not suspects)) and not suspects
             when = _time_of(document, at)
-            part = action = None
-            if suspects:
-                top = suspects[0]
-                if not isinstance(top.get("component"), str):
-                    raise InputError(f"{what}: rack {rack}: the first suspect names no \"component\"")
-                part = session.parts.part(top["component"], facts)
-                action = _chosen_action(session, top, part, facts)
-            key = content_key("tri", rack, when, document)
+            named = [session.parts.part(s["component"], facts) for s in faults]
+            chosen = session.parts.part(suspects[0]["component"], facts) if suspects else None
+            action = _chosen_action(session, suspects[0], chosen, facts) if suspects else None
+            # The same triage has the same key however it reaches the ledger: recorded by
+            # `opsctl triage` itself, or its --json (which holds more fields) by record-triage.
+            key = content_key("tri", rack, when, suspects)
             new = Ledger.insert(tx, "triages", {
                 "key": key, "rack": rack, "at": when, "healthy": int(healthy), "suspects": suspects,
-                "chosen_part": part.id if part else None, "chosen_action": action,
+                "chosen_part": chosen.id if chosen else None, "chosen_action": action,
                 "source": str(source) if source else None, "recorded_at": stored(utc_now())})
-            incident = None
-            if part is not None:
-                incident = key.replace("tri-", "inc-", 1)
-                Ledger.insert(tx, "incidents", {
-                    "key": incident, "rack": rack, "occurred_at": when, "part": part.id, "kind": part.kind,
-                    "origin": "triage", "triage_key": key, "note": None, "recorded_at": stored(utc_now())})
+            incidents = []
+            for part in dict.fromkeys(named):  # a part named twice is one fault
+                incident, opened = open_or_join(tx, {
+                    "key": content_key("inc", key, part.id), "rack": rack, "occurred_at": when, "part": part.id,
+                    "kind": part.kind, "origin": "triage", "triage_key": key, "note": None,
+                    "recorded_at": stored(utc_now())})
+                incidents.append({"key": incident["key"], "part": part.id, "kind": part.kind, "new": opened,
+                                  "since": incident["occurred_at"]})
+            first = next((i["key"] for i in incidents if chosen and i["part"] == chosen.id), None)
             recorded.append({"triage": key, "rack": rack, "at": when, "healthy": healthy, "new": new,
-                             "incident": incident, "part": part.id if part else None, "action": action})
+                             "incident": first, "incidents": incidents, "part": chosen.id if chosen else None,
+                             "action": action})
     return recorded
 
 
 # --- by hand -------------------------------------------------------------------------------
 def record_incident(part_id, ledger=None, *, at=None, note=None, inventory=None, parts=None):
-    """A failure (an interruption) of a part, said by hand."""
+    """A failure (an interruption) of a part, said by hand; while the part's fault is still open,
+    the incident it already has (with "new": False)."""
     rack = rack_of(part_id)
     with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
         facts = session.rack(tx, rack)
         part = session.parts.part(part_id, facts)
-        record = {"key": new_key("inc"), "rack": rack, "occurred_at": stored(at or utc_now(), "--at"),
-                  "part": part.id, "kind": part.kind, "origin": "manual", "triage_key": None, "note": note,
-                  "recorded_at": stored(utc_now())}
-        Ledger.insert(tx, "incidents", record)
-    return record
+        incident, opened = open_or_join(tx, {
+            "key": new_key("inc"), "rack": rack, "occurred_at": stored(at or utc_now(), "--at"), "part": part.id,
+            "kind": part.kind, "origin": "manual", "triage_key": None, "note": note, "recorded_at": stored(utc_now())})
+    return {**incident, "new": opened}
 
 
 def set_rack(name, ledger=None, *, model=None, handover=None, retired=None, inventory=None, parts=None):

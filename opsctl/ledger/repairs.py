@@ -2,12 +2,16 @@
 replaced (or reseated) and the rack is back in service.
 
 A repair belongs to the incident it fixes. Unless told which (`incident`), opening a repair
-takes the rack's latest incident that no repair has claimed yet, preferring one on the same
-part or a part inside it (triage may suspect a connector where the tray is replaced); a
-repair with no incident to claim is itself the record of a failure, so it opens one.
+takes an open incident (incidents.py: no repair of it closed yet) of the same part, or of a
+part it holds or that holds it (parts.py, by the topology: triage may suspect a connector
+where the tray is replaced) — its own part's first, then one no other repair works on, then
+the latest. Another part's incident is never taken, so it is never counted as this part's
+kind. With none to claim, the repair is itself the record of a failure: it opens an incident
+of its own part.
 """
 
 from opsctl.errors import InputError
+from opsctl.ledger.incidents import OPEN_NOW
 from opsctl.ledger.recording import RecordingSession
 from opsctl.ledger.parts import rack_of
 from opsctl.ledger.store import Ledger, new_key
@@ -16,26 +20,26 @@ from opsctl.ledger.timestamps import hours_between, stored, utc_now
 NEW_INCIDENT = "new"
 
 
-def _related(a, b):
-    return a == b or a.startswith(f"{b}/") or b.startswith(f"{a}/")
-
-
-def _claim_incident(tx, rack, part_id, opened_at, wanted):
-    if wanted and wanted != NEW_INCIDENT:
-        row = tx.row("SELECT key, rack FROM incidents WHERE key = ?", (wanted,))
-        if row is None or row["rack"] != rack:
-            raise InputError(f"--incident {wanted}: no such incident on rack {rack}")
-        return wanted
+def _claim_incident(tx, parts, facts, part_id, opened_at, wanted):
+    """The incident the repair of `part_id` fixes, as a row; None when it must open its own."""
     if wanted == NEW_INCIDENT:
         return None
-    unclaimed = tx.rows(
-        "SELECT key, part, occurred_at FROM incidents WHERE rack = ? AND occurred_at <= ? "
-        "AND NOT EXISTS (SELECT 1 FROM repairs WHERE repairs.incident_key = incidents.key) "
-        "ORDER BY occurred_at DESC, key", (rack, opened_at))
-    for row in unclaimed:
-        if _related(row["part"], part_id):
-            return row["key"]
-    return unclaimed[0]["key"] if unclaimed else None
+    if wanted:
+        rows = Ledger.select(tx, "incidents", "key = ?", (wanted,))
+        if not rows or rows[0]["rack"] != facts.name:
+            raise InputError(f"--incident {wanted}: no such incident on rack {facts.name}")
+        if not parts.related(rows[0]["part"], part_id, facts):
+            raise InputError(f"--incident {wanted} is a fault of {rows[0]['part']}, which neither holds {part_id} "
+                             f"nor is held by it; repair that part, or say --incident {NEW_INCIDENT}")
+        return rows[0]
+    still_open = Ledger.select(tx, "incidents", f"rack = ? AND occurred_at <= ? AND {OPEN_NOW}",
+                               (facts.name, opened_at), order="occurred_at DESC, key")
+    related = [row for row in still_open if parts.related(row["part"], part_id, facts)]
+
+    def preference(row):  # its own part's first, then one no repair works on yet; the latest of those
+        claimed = tx.row("SELECT key FROM repairs WHERE incident_key = ?", (row["key"],)) is not None
+        return row["part"] != part_id, claimed
+    return min(related, key=preference) if related else None  # min keeps the latest first among equals
 
 
 def open_repair(part_id, ledger=None, *, action=None, by, at=None, details=None, incident=None,
@@ -49,18 +53,22 @@ def open_repair(part_id, ledger=None, *, action=None, by, at=None, details=None,
         repair_action = session.parts.action(action) if action else session.parts.default_action(part, facts)
         if tx.row("SELECT key FROM repairs WHERE part = ? AND closed_at IS NULL", (part.id,)):
             raise InputError(f"{part.id} already has an open repair; close it first (opsctl repair close {part.id})")
-        incident_key = _claim_incident(tx, rack, part.id, opened_at, incident)
-        if incident_key is None:
-            incident_key = new_key("inc")
-            Ledger.insert(tx, "incidents", {
-                "key": incident_key, "rack": rack, "occurred_at": opened_at, "part": part.id, "kind": part.kind,
-                "origin": "repair", "triage_key": None, "note": details, "recorded_at": stored(utc_now())})
-        record = {"key": new_key("rep"), "incident_key": incident_key, "rack": rack, "part": part.id,
+        claimed = _claim_incident(tx, session.parts, facts, part.id, opened_at, incident)
+        opened = claimed is None
+        if opened:
+            claimed = {"key": new_key("inc"), "rack": rack, "occurred_at": opened_at, "part": part.id,
+                       "kind": part.kind, "origin": "repair", "triage_key": None, "note": details,
+                       "recorded_at": stored(utc_now())}
+            Ledger.insert(tx, "incidents", claimed)
+        record = {"key": new_key("rep"), "incident_key": claimed["key"], "rack": rack, "part": part.id,
                   "kind": part.kind, "action": repair_action.name, "details": details,
                   "gpus_idled": session.parts.gpus_idled(part, repair_action, facts),
                   "opened_by": by, "opened_at": opened_at, "rma_ids": [], "recorded_at": stored(utc_now())}
         Ledger.insert(tx, "repairs", record)
-        return Ledger.select(tx, "repairs", "key = ?", (record["key"],))[0]
+        repair = Ledger.select(tx, "repairs", "key = ?", (record["key"],))[0]
+    # What it repairs, for the command to say: an open incident it took, or the one it opened.
+    incident = {c: claimed[c] for c in ("key", "part", "kind", "occurred_at", "origin")}
+    return {**repair, "incident": incident, "incident_opened": opened}
 
 
 def close_repair(part_id, ledger=None, *, by, at=None, back_in_service=None, replaced=None, rma_ids=(),

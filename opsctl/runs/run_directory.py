@@ -1,6 +1,8 @@
 """A run directory: everything one burn-in (or acceptance) of a rack leaves behind.
 
-    run.json            what was run: rack, inventory, options, criteria, who and when
+    run.json            what was run: rack, inventory, options, criteria, who and when, and the
+                        run's id (the fleet ledger keeps one row per run under it)
+    .run.lock           held (flock) by the one process running, resuming or judging the run
     journal.jsonl       what happened, one line per event (see journal.py)
     trays/ct03.json     each tray's raw probe JSON, written atomically the moment it arrives
                         (named as operators call the tray: trays/hgx01.json for an HGX server)
@@ -14,12 +16,14 @@ By default runs live under the user's state folder ($XDG_STATE_HOME/opsctl/runs,
 import json
 import os
 import re
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic, write_json_atomic
 from opsctl.runs.journal import Journal
+from opsctl.runs.run_lock import RunLock
 from opsctl.runs.tray_names import tray_label
 
 RUN_FORMAT = "opsctl-run/1"
@@ -46,6 +50,7 @@ class RunDirectory:
         self.path = Path(path)
         self.journal = Journal(self.path / "journal.jsonl")
         self._rack = None  # read from run.json when first needed
+        self._lock = None
 
     # --- making and finding runs ---------------------------------------------------------------
     @classmethod
@@ -66,7 +71,9 @@ class RunDirectory:
                 path = default_runs_root() / f"{rack}-{kind}-{stamp}-{suffix}"
         make_run_folder(path / "trays", path)
         run = cls(path)
-        write_json_atomic(path / RUN_FILE, {"format": RUN_FORMAT, "kind": kind, "rack": rack, **meta})
+        run.lock()  # before run.json: no --resume can start on a run that is still being made
+        write_json_atomic(path / RUN_FILE, {"format": RUN_FORMAT, "kind": kind, "rack": rack,
+                                            "run_id": uuid.uuid4().hex, **meta})
         return run
 
     @classmethod
@@ -93,6 +100,25 @@ class RunDirectory:
 
     def update_meta(self, **fields):
         write_json_atomic(self.path / RUN_FILE, {**self.meta, **fields})
+
+    @property
+    def run_id(self):
+        """What names this run however often it is resumed or judged: run.json's run_id; a run
+        made before runs had one is named by its rack, kind and creation time."""
+        meta = self.meta
+        return meta.get("run_id") or f"{meta.get('rack')}/{meta.get('kind')}/{meta.get('created')}"
+
+    def lock(self):
+        """Take the run for this process: refused (InputError) while another process runs,
+        resumes or judges it. Held until release(), this object is dropped, or the process ends."""
+        if self._lock is None:
+            self._lock = RunLock(self.path)
+        return self
+
+    def release(self):
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # --- tray results ----------------------------------------------------------------------------
     def tray_file(self, tray):

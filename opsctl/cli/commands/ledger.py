@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from opsctl.cli.ledger_options import TIME, db_option, parts_for
+from opsctl.cli.ledger_options import TIME, db_option, parts_for, run_line, triage_line
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.ledger import fleet_statistics, open_ledger, record_burnin, record_incident, record_triage, set_rack
@@ -57,22 +57,7 @@ def record_burnin_command(ctx, paths, kind, at, db, as_json):
     def record(source, document, ledger, parts):
         return record_burnin(document, ledger, kind=kind, at=at, source=str(source), parts=parts)
 
-    def line(run):
-        counted = [p for p in run["failing_parts"] if not p.get("explained_by")]
-        failing = ", ".join(_explaining(p, run["failing_parts"]) for p in counted) or "none"
-        handover = f"; {run['rack']} in service since {run['handover_at']}" if run["handover_at"] else ""
-        return f"{run['rack']} {run['kind']} {run['finished_at']}: {run['verdict']}, failing parts: {failing}{handover}"
-
-    _record_files(ctx, db, paths, load, record, line, as_json)
-
-
-def _explaining(part, failing):
-    """'rack07/ct12/j2 (explains 3 failing links)': the symptoms a part accounts for."""
-    symptoms = [p for p in failing if p.get("explained_by") == part["part"]]
-    if not symptoms:
-        return part["part"]
-    kinds = sorted({p["kind"] for p in symptoms})
-    return f"{part['part']} (explains {len(symptoms)} failing {'/'.join(k + 's' for k in kinds)})"
+    _record_files(ctx, db, paths, load, record, run_line, as_json)
 
 
 @command.command("record-triage")
@@ -82,7 +67,8 @@ def _explaining(part, failing):
 @json_option
 @click.pass_context
 def record_triage_command(ctx, paths, at, db, as_json):
-    """Record triage or localize results (their --json output): suspects, chosen action, an incident."""
+    """Record triage or localize results (their --json output): suspects, chosen action, and each
+    fault named as an incident — or the incident its part already has while the fault is open."""
 
     def load(path):
         document = load_yaml_file(path)
@@ -92,11 +78,7 @@ def record_triage_command(ctx, paths, at, db, as_json):
     def record(source, document, ledger, parts):
         return record_triage(document, ledger, at=at, source=str(source), parts=parts)
 
-    def line(triage):
-        what = "healthy" if triage["healthy"] else f"incident on {triage['part']}, action {triage['action']}"
-        return f"{triage['rack']} triage {triage['at']}: {what}"
-
-    _record_files(ctx, db, paths, load, record, line, as_json)
+    _record_files(ctx, db, paths, load, record, triage_line, as_json)
 
 
 def _record_files(ctx, db, paths, load, record, line, as_json):
@@ -114,7 +96,7 @@ def _record_files(ctx, db, paths, load, record, line, as_json):
         return
     out = console()
     for item in recorded:
-        out.print(f"{line(item)} ({'recorded' if item['new'] else 'already in the ledger'})")
+        out.print(line(item), soft_wrap=True)
     out.print(f"ledger: {url}")
 
 
@@ -146,13 +128,18 @@ def rack_command(ctx, rack, model, handover, retired, db, as_json):
 @json_option
 @click.pass_context
 def incident_command(ctx, part, at, note, db, as_json):
-    """Record a failure of a part that no opsctl triage saw."""
+    """Record a failure of a part that no opsctl triage saw (while the part has an open incident,
+    that one: the same fault is not counted twice)."""
     with open_ledger(db) as ledger:
         record = record_incident(part, ledger, at=at, note=note, parts=parts_for(ctx))
     if as_json:
         print_json(record)
         return
-    console().print(f"incident {record['key']}: {record['part']} ({record['kind']}) at {record['occurred_at']}")
+    if record["new"]:
+        console().print(f"incident {record['key']}: {record['part']} ({record['kind']}) at {record['occurred_at']}")
+    else:
+        console().print(f"{record['part']} ({record['kind']}) already has an open incident, {record['key']} since "
+                        f"{record['occurred_at']}: the same fault, not counted again", soft_wrap=True)
 
 
 @command.command("stats")

@@ -36,7 +36,8 @@ def command():
 @click.option("--at", type=TIME, help="When the repair started (default: now).")
 @click.option("--details", help="Free text: what was seen, what is planned.")
 @click.option("--incident", metavar=f"KEY|{NEW_INCIDENT}",
-              help="The incident it repairs (default: the rack's latest unrepaired one; 'new' opens one).")
+              help="The incident it repairs (default: the latest open incident of PART, of a part it holds or of "
+                   "one that holds it; else it opens one; 'new' always opens one).")
 @db_option
 @json_option
 @click.pass_context
@@ -48,8 +49,15 @@ def open_command(ctx, part, action, by, at, details, incident, db, as_json):
     if as_json:
         print_json(repair)
         return
+    incident = repair["incident"]
+    if repair["incident_opened"]:
+        fixes = (f"no open incident of {repair['part']} or of a part it holds or that holds it, so it opens "
+                 f"incident {incident['key']} for {repair['part']}")
+    else:
+        fixes = (f"it repairs incident {incident['key']}: {incident['part']} ({incident['kind']}) "
+                 f"since {incident['occurred_at']}")
     console().print(f"repair {repair['key']} opened: {repair['part']} ({repair['kind']}), {repair['action']}, "
-                    f"{repair['gpus_idled']} GPUs out of service, incident {repair['incident_key']}")
+                    f"{repair['gpus_idled']} GPUs out of service; {fixes}", soft_wrap=True)
 
 
 @command.command("close")
