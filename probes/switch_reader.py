@@ -34,9 +34,10 @@ class NvosSwitchReader:
 
 
 def port_window(before, after, window_s):
-    """One switch port over a window, in the shape of the GPU side's link rows."""
+    """One switch port over a window, in the shape of the GPU side's link rows; with the
+    firmware of its chip when the reader reports one (the simulator does)."""
     deltas = counter_deltas(before["counters"], after["counters"])
-    return {
+    row = {
         "side": "switch",
         "chip": after["chip"],
         "switch_port": after["switch_port"],
@@ -48,6 +49,9 @@ def port_window(before, after, window_s):
         "rates_per_s": {name: round(value / window_s, 6) for name, value in deltas.items()} if window_s > 0 else {},
         "effective_ber": after["effective_ber"],
     }
+    if after.get("firmware"):
+        row["firmware"] = after["firmware"]
+    return row
 
 
 def switch_window(before, after):

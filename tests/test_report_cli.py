@@ -5,6 +5,7 @@ tests/test_ansible.py runs the real playbooks."""
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 from opsctl.fleet.ansible_results import NOT_REACHED
@@ -111,6 +112,58 @@ def test_an_acceptance_run_is_judged_only_by_the_criteria_it_was_planned_with(op
     assert_one_line_error(opsctl("report", tmp_path / "fleet"), 2, "changed since run hgxa started")
 
 
+def test_report_judges_a_burnin_run_folder_again_as_burnin_judged_it(opsctl, tmp_path):
+    inventory = write_fleet(tmp_path)
+    run, ledger = tmp_path / "burnin", tmp_path / "ledger.sqlite"
+    burnin = opsctl("--inventory", inventory, "burnin", "hgxb", "--duration", "1", "--out", run, "--json", "--no-ledger")
+    assert burnin.code == 1, burnin.err
+    by_burnin = burnin.json()
+    judged = ("summary.json", "snapshot.json", "report.html", "junit.xml")
+    for name in judged:  # as a run killed before it was judged leaves it
+        (run / name).unlink()
+
+    again = opsctl("report", run, "--json", "--db", f"sqlite:///{ledger}")
+
+    assert again.code == 1, again.err
+    by_report = again.json()
+    for key in ("kind", "rack", "verdict", "exit_code", "failing", "checks", "suspects", "gpus", "links", "files"):
+        assert by_report[key] == by_burnin[key], key
+    assert json.loads((run / "summary.json").read_text()) == by_report and all((run / name).is_file() for name in judged)
+    # Recorded as any judged run is: one row per run, however often it is judged.
+    assert "recorded in the ledger" in again.err
+    shown = opsctl("report", run, "--db", f"sqlite:///{ledger}")
+    assert shown.code == 1 and "hgxb burn-in: FAIL (exit 1)" in shown.out and "hgxb/gpu3/nvl02" in shown.out
+    with sqlite3.connect(ledger) as db:
+        assert db.execute("SELECT rack, kind, verdict FROM runs").fetchall() == [("hgxb", "burnin", "fail")]
+
+
+def test_a_trial_acceptance_judged_by_report_is_recorded_as_a_burnin_not_a_handover(opsctl, tmp_path):
+    inventory = write_fleet(tmp_path)
+    ledger = tmp_path / "ledger.sqlite"
+    burnin = opsctl("--inventory", inventory, "burnin", "hgxa", "--duration", "1", "--out", tmp_path / "burnin", "--json",
+                    "--no-ledger")
+    assert burnin.code == 0, burnin.err
+    planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--racks", "hgxa", "--kind", "accept",
+                     "--duration", "1", "--json")
+    assert planned.code == 0, planned.err
+    entry = planned.json()["trays"]["hgxa-node"]
+    shutil.copy(tmp_path / "burnin" / "trays" / "hgxa.json", entry["result"])
+    record(entry, rc=0, stderr="", delta="0:00:03.000000")
+
+    report = opsctl("report", tmp_path / "fleet", "--json", "--db", f"sqlite:///{ledger}")
+
+    assert report.code == 0, report.err
+    fleet = report.json()
+    assert fleet["trial"] is True and fleet["duration_s"] == 1 and fleet["criteria_duration_s"] == 900
+    assert fleet["racks"][0]["verdict"] == "PASS" and fleet["racks"][0]["trial"] is True
+    html = (tmp_path / "fleet" / "hgxa" / "report.html").read_text()
+    assert "Trial acceptance report: hgxa" in html and "not the 900 s" in html
+    with sqlite3.connect(ledger) as db:
+        assert db.execute("SELECT rack, kind, verdict FROM runs").fetchall() == [("hgxa", "burnin", "pass")]
+        assert db.execute("SELECT handover_at FROM racks WHERE rack = 'hgxa'").fetchall() in ([], [(None,)])
+    assert "a trial acceptance: 1 s of load per tray, not the criteria's 900 s" in opsctl("report", tmp_path / "fleet", "--no-ledger").out
+
+
 def test_fleet_trays_names_each_host_of_the_example_inventory(opsctl):
     result = opsctl("--inventory", REPO / "ansible" / "inventory.example.yaml", "fleet", "trays", "--json")
     assert result.code == 0, result.err
@@ -124,7 +177,7 @@ def test_fleet_trays_names_each_host_of_the_example_inventory(opsctl):
 
 def test_bad_input_is_one_line_and_exit_2(opsctl, tmp_path):
     inventory = write_fleet(tmp_path)
-    assert_one_line_error(opsctl("report", tmp_path / "nowhere"), 2, "not a fleet run folder")
+    assert_one_line_error(opsctl("report", tmp_path / "nowhere"), 2, "not a run folder")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "fleet.json").write_text("{not json")
     assert_one_line_error(opsctl("report", tmp_path / "broken"), 2, "fleet.json: cannot read")

@@ -1,6 +1,7 @@
 """Judging a fleet run: every rack by burnin's own `judge_run` (which writes the rack's
 summary.json, snapshot.json, report.html and junit.xml into its run directory), then the fleet's
-verdict across racks, written to fleet-summary.json.
+verdict across racks, written to fleet-summary.json. And judging one rack's run folder again
+(`judge_rack_run`), as `opsctl burnin` or `opsctl accept` judged it when it ran.
 
 The fleet's verdict follows the rack's rule one level up: FAIL (exit 1) when any rack failed,
 even if others are incomplete; INCOMPLETE (exit 3) when none failed but one was not fully seen;
@@ -10,6 +11,7 @@ PASS (exit 0) only when every rack passed.
 import json
 from pathlib import Path
 
+from opsctl.acceptance.trial import trial_fields, trial_of
 from opsctl.burnin.judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
 from opsctl.burnin.session import judge_run, resume_run, unchanged_criteria
 from opsctl.errors import InputError
@@ -20,6 +22,7 @@ from opsctl.reports import REPORT_FILES
 from opsctl.reports.formatting import primary_suspects, shown_checks
 from opsctl.runs.atomic_file import write_json_atomic
 from opsctl.runs.journal import utc_now
+from opsctl.runs.run_directory import RUN_FILE, default_runs_root
 
 SUMMARY_FORMAT = "opsctl-fleet/1"
 SUMMARY_FILE = "fleet-summary.json"
@@ -37,6 +40,29 @@ def read_fleet_file(run_dir):
     if not isinstance(fleet, dict) or fleet.get("format") != FLEET_FORMAT or not isinstance(fleet.get("racks"), list):
         raise InputError(f"{path}: not an opsctl fleet run (expected format {FLEET_FORMAT})")
     return fleet
+
+
+def run_kind_of(run_dir):
+    """"fleet" for a fleet run folder (fleet.json), "rack" for one rack's run folder (run.json,
+    as `opsctl burnin` and `opsctl accept` make it, or a run's name under the default root)."""
+    path = Path(run_dir)
+    if (path / FLEET_FILE).exists():
+        return "fleet"
+    if (path / RUN_FILE).exists() or (default_runs_root() / str(run_dir) / RUN_FILE).exists():
+        return "rack"
+    raise InputError(f"{run_dir}: not a run folder: no {FLEET_FILE} (a fleet run, planned by `opsctl fleet plan`) "
+                     f"and no {RUN_FILE} (one rack's run, made by `opsctl burnin` or `opsctl accept`)")
+
+
+def judge_rack_run(run_dir, inventory_file=None):
+    """Judge one rack's run folder again from the tray results it holds — the very `judge_run`
+    burnin ends with — and write its summary and reports again; (judgment, summary). The rack is
+    read from the inventory the run recorded, unless `inventory_file` names another; criteria
+    that changed since the run started are refused, as a resume refuses them."""
+    run, plan, meta = resume_run(run_dir)
+    unchanged_criteria(run, plan)
+    rack = load_inventory(inventory_file or meta.get("inventory")).rack(str(meta.get("rack")))
+    return judge_run(rack, run, plan)
 
 
 def fleet_verdict(verdicts):
@@ -62,10 +88,12 @@ def judge_fleet(run_dir, inventory_file=None):
         _, summary = judge_run(rack, run, plan)
         racks.append(rack_line(summary, run.path))
     verdict = fleet_verdict(r["verdict"] for r in racks)
+    criteria = fleet.get("criteria") or {}
     document = {
         "format": SUMMARY_FORMAT, "kind": fleet.get("kind"), "run_dir": str(run_dir), "verdict": verdict,
         "exit_code": EXIT_CODES[verdict], "judged": utc_now(), "planned": fleet.get("created"),
-        "inventory": str(inventory.source), "criteria": fleet.get("criteria"), "duration_s": fleet.get("duration_s"),
+        "inventory": str(inventory.source), "criteria": criteria,
+        **trial_fields(fleet.get("kind"), fleet.get("duration_s") or 0, criteria.get("duration_s") or 0),
         "counts": {v: sum(1 for r in racks if r["verdict"] == v) for v in (PASS, FAIL, INCOMPLETE)},
         "racks": racks,
     }
@@ -78,7 +106,8 @@ def rack_line(summary, run_path):
     trays = summary["trays"]
     return {
         "rack": summary["rack"], "model": summary["model"], "verdict": summary["verdict"],
-        "exit_code": summary["exit_code"],
+        "run_id": summary.get("run_id"),  # the ledger's one row per run
+        "exit_code": summary["exit_code"], "trial": trial_of(summary)["trial"],
         "trays_reported": sum(1 for t in trays if t["status"] == "complete"), "trays": len(trays),
         "not_reported": [{"tray": t["id"], "host": t["host"], "status": t["status"], "reason": t["reason"]}
                          for t in trays if t["status"] != "complete"],

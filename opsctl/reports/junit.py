@@ -1,14 +1,29 @@
-"""JUnit XML of a burn-in, for CI systems and test dashboards: one testcase per GPU check and
-one per link, grouped in suites (GPUs, links, trays). A failed check is a <failure>; a tray or
-link that could not be read is an <error> (incomplete is never a pass)."""
+"""JUnit XML of a burn-in, for CI systems and test dashboards.
+
+One suite per kind of part, and only the suites that have testcases:
+
+    RACK.rack       the verdict: classname rack07.rack, name verdict (and any check of another part)
+    RACK.gpus       one testcase per GPU check: classname rack07.ct03.gpu3, name gemm.bf16.mismatches
+    RACK.links      one testcase per link: classname rack07.ct05.gpu1.nvlink, name nvl07
+    RACK.switches   the switch chips' own checks: classname rack07.st4.sw1
+    RACK.trays      a tray that did not report: classname rack07.ct03, name tray.reported
+
+A classname names its part once (no suite or rack repeated in front of it) and belongs to one
+suite; a name is unique within its classname. A failed check is a <failure> (a warning too, when
+the criteria fail on warnings); a tray or link that could not be read is an <error> (incomplete
+is never a pass). Every suite carries the criteria, the verdict and whether the run was a trial
+acceptance as properties, and its counts agree with its testcases.
+"""
 
 import xml.etree.ElementTree as ET
 
+from opsctl.acceptance.trial import trial_of, trial_sentence
 
-def _case(suite, classname, name, verdict, message, detail):
+
+def _case(suite, classname, name, verdict, message, detail, warnings_fail):
     case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
-    if verdict == "fail":
-        ET.SubElement(case, "failure", message=message, type="fail").text = detail
+    if verdict == "fail" or (verdict == "warn" and warnings_fail):
+        ET.SubElement(case, "failure", message=message, type=verdict).text = detail
     elif verdict in ("incomplete", "unobserved"):
         ET.SubElement(case, "error", message=message, type=verdict).text = detail
     elif verdict == "warn":
@@ -22,32 +37,129 @@ def _detail(check):
             f"source: {check['source']} (judged by {check['judged_by']})")
 
 
+def _dotted(component):
+    return component.replace("/", ".")
+
+
+def _properties(summary):
+    criteria = summary["criteria"]
+    trial = trial_of(summary)
+    pairs = [("kind", summary["kind"]), ("rack", summary["rack"]), ("verdict", summary["verdict"]),
+             *((f"criteria.{key}", criteria[key]) for key in ("name", "version", "sha256")),
+             ("criteria.duration_s", f"{trial['criteria_duration_s']:g}"), ("duration_s", f"{trial['duration_s']:g}"),
+             ("trial", "true" if trial["trial"] else "false")]
+    if trial["trial"]:
+        pairs.append(("trial.note", trial_sentence(summary)))
+    return pairs
+
+
+class _Suites:
+    """The suites in a fixed order, made when their first testcase comes."""
+
+    ORDER = ("rack", "gpus", "links", "switches", "trays")
+
+    def __init__(self, summary):
+        self.summary = summary
+        self.cases = {name: [] for name in self.ORDER}
+        self.names = {}  # classname -> names used, to keep each name unique within its class
+
+    def add(self, suite, classname, name, *rest):
+        used = self.names.setdefault(classname, set())
+        unique, n = name, 1
+        while unique in used:
+            n += 1
+            unique = f"{name} #{n}"
+        used.add(unique)
+        self.cases[suite].append((classname, unique, *rest))
+
+    def xml(self):
+        summary = self.summary
+        rack = summary["rack"]
+        trial = trial_of(summary)
+        title = f"opsctl {summary['kind']} {rack}" + (" (trial acceptance)" if trial["trial"] else "")
+        root = ET.Element("testsuites", name=title)
+        warnings_fail = bool(summary["criteria"].get("warnings_fail"))
+        timestamp = str(summary.get("judged") or "").rstrip("Z")
+        for name in self.ORDER:
+            if not self.cases[name]:
+                continue  # no empty suites
+            suite = ET.SubElement(root, "testsuite", name=f"{rack}.{name}", timestamp=timestamp)
+            properties = ET.SubElement(suite, "properties")
+            for key, value in _properties(summary):
+                ET.SubElement(properties, "property", name=key, value=str(value))
+            for case in self.cases[name]:
+                _case(suite, *case, warnings_fail)
+        _count(root)
+        return root
+
+
+def _count(root):
+    """tests, failures, errors, skipped and time of every suite, and their totals on the root."""
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite in root.findall("testsuite"):
+        cases = suite.findall("testcase")
+        counts = {"tests": len(cases),
+                  "failures": sum(1 for c in cases if c.find("failure") is not None),
+                  "errors": sum(1 for c in cases if c.find("error") is not None),
+                  "skipped": sum(1 for c in cases if c.find("skipped") is not None)}
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+        suite.set("time", "0")
+    for key, value in totals.items():
+        root.set(key, str(value))
+
+
+def _verdict_case(summary):
+    """The rack's verdict as one testcase: a failure for FAIL, an error for INCOMPLETE."""
+    verdict = {"PASS": "pass", "FAIL": "fail"}.get(summary["verdict"], "incomplete")
+    failing = summary["failing"]
+    named = "; ".join(f"{kind}: {', '.join(ids)}" for kind, ids in failing.items() if ids)
+    message = f"{summary['rack']} {summary['verdict']}" + (f" — {named}" if named else "")
+    trial = trial_sentence(summary)
+    detail = (f"{trial}\n" if trial else "") + (
+        f"criteria {summary['criteria']['name']} {summary['criteria']['version']}; "
+        f"{summary['duration_s']:g} s of load per tray; judged {summary.get('judged')} by {summary.get('by')}")
+    return f"{summary['rack']}.rack", "verdict", verdict, message, detail
+
+
+def _check_name(check):
+    """The check's name; an XID check (one per code logged) with its code: `xid 79`."""
+    if check["check"] == "xid" and isinstance(check["value"], int):
+        return f"xid {check['value']}"
+    return check["check"]
+
+
 def render_junit(summary):
     rack = summary["rack"]
-    root = ET.Element("testsuites", name=f"opsctl {summary['kind']} {rack}")
-    suites = {name: ET.SubElement(root, "testsuite", name=f"{rack}.{name}") for name in ("gpus", "links", "trays")}
-    properties = ET.SubElement(suites["gpus"], "properties")
-    for key in ("name", "version", "sha256"):
-        ET.SubElement(properties, "property", name=f"criteria.{key}", value=str(summary["criteria"][key]))
-    ET.SubElement(properties, "property", name="verdict", value=summary["verdict"])
+    suites = _Suites(summary)
+    suites.add("rack", *_verdict_case(summary))
+    gpus = {gpu["id"] for gpu in summary["gpus"]}
+    trays = {tray["id"] for tray in summary["trays"]}
+    switch_trays = tuple(f"{tray['id']}/" for tray in summary["trays"] if tray.get("switch"))
     links = set()
     for link in summary["links"]:
         links.add(link["id"])
         reasons = "; ".join(link.get("reasons") or []) or link["verdict"]
         deltas = ", ".join(f"{k} {v}" for k, v in sorted((link.get("deltas") or {}).items()) if v)
-        _case(suites["links"], f"{rack}.links.{link['gpu'].replace('/', '.')}", link["id"], link["verdict"],
-              reasons, f"state {link.get('state')}; counter deltas: {deltas or 'none'}")
+        far_end = f" → {link['switch']} port {link['switch_port']}" if link.get("switch") else ""
+        suites.add("links", f"{_dotted(link['gpu'])}.nvlink", link["id"].rsplit("/", 1)[-1], link["verdict"], reasons,
+                   f"link {link['id']}{far_end}; state {link.get('state')}; counter deltas: {deltas or 'none'}")
     for check in summary["checks"]:
         component = check["component"]
         if component in links:
             continue  # the link's own testcase carries its checks
-        suite = suites["trays"] if check["check"].startswith("tray.") else suites["gpus"]
-        _case(suite, f"{rack}.{suite.get('name').split('.')[-1]}.{component.replace('/', '.')}",
-              f"{component} {check['check']}", check["verdict"], check["reason"] or check["check"], _detail(check))
-    for suite in suites.values():
-        cases = suite.findall("testcase")
-        suite.set("tests", str(len(cases)))
-        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
-        suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+        if component in gpus:
+            suite = "gpus"
+        elif component in trays:
+            suite = "trays"
+        elif component.startswith(switch_trays):
+            suite = "switches"
+        else:
+            suite = "rack"
+        classname = f"{rack}.rack" if suite == "rack" and component == rack else _dotted(component)
+        suites.add(suite, classname, _check_name(check), check["verdict"], check["reason"] or check["check"],
+                   _detail(check))
+    root = suites.xml()
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -5,6 +5,7 @@ Plain SVG strings: no plotting library, nothing fetched, and every cell carries 
 so hovering it in a browser names the part and its reading.
 """
 
+import math
 from html import escape
 
 from opsctl.burnin.checks import worst
@@ -176,44 +177,63 @@ def link_index(model, link):
     return (tray - 1) * model.gpus_per_tray + local
 
 
+def tick_step(span, intervals=5):
+    """A round step (1, 2, 2.5 or 5 × 10^k) that cuts `span` into about `intervals` parts."""
+    raw = span / intervals if span > 0 else 1.0
+    magnitude = 10 ** math.floor(math.log10(raw))
+    return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+
+
 def bar_chart(title, unit, bars, median=None, threshold=None):
-    """bars: [(label, value or None, verdict)]; a line at the rack median and at the threshold."""
+    """bars: [(label, value or None, verdict)]; a line at the rack median and at the threshold,
+    named in the right margin.
+
+    The axis starts at zero, so a bar's height is its value: an axis cut above zero would make a
+    GPU 5% slower look half as fast. The median and threshold lines show the small differences."""
     values = [v for _, v, _ in bars if v is not None]
     if not values:
         return ""
     # Bars share about 640 px: 8 px each for a rack of 72, wider for a server of 8.
     bar_w = max(6, min(36, 640 // max(len(bars), 1) - 2))
     gap, left, top, plot_h = max(2, bar_w // 4), 52, 22, 150
-    width = max(left + len(bars) * (bar_w + gap) + 20, 380)
-    high = max(values + [threshold or 0, median or 0]) * 1.05
-    low = min(values + ([threshold] if threshold else [])) * 0.9
-    low = 0 if low < 0 else low
-    scale = plot_h / (high - low) if high > low else 1.0
+    plot_right = left + len(bars) * (bar_w + gap)
+    width = max(plot_right + 130, 380)
+    marks = [v for v in (threshold, median) if v is not None]
+    low = min([0.0] + values + marks)  # 0, unless a value is below it
+    step = tick_step(max(values + marks) * 1.02 - low)
+    low = math.floor(low / step) * step
+    high = low + step * max(1, math.ceil((max(values + marks) * 1.02 - low) / step))
+    scale = plot_h / (high - low)
 
     def y_of(value):
         return top + plot_h - (value - low) * scale
 
     body = [_text(left, 14, f"{title} ({unit})", 11, extra='font-weight="bold"')]
-    for fraction in (0, 0.5, 1):
-        value = low + (high - low) * fraction
+    for k in range(round((high - low) / step) + 1):
+        value = low + k * step
         y = y_of(value)
-        body.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="#e9ecef"/>')
-        body.append(_text(left - 6, y + 4, f"{value:.0f}", 9, "end", MUTED))
+        body.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{plot_right}" y2="{y:.1f}" stroke="#e9ecef"/>')
+        body.append(_text(left - 6, y + 4, f"{value:g}", 9, "end", MUTED))
     for k, (label, value, verdict) in enumerate(bars):
         x = left + k * (bar_w + gap)
         if value is None:
             body.append(_rect(x, top + plot_h - 4, bar_w, 4, VERDICT_COLOURS["unobserved"], f"{label}: not measured"))
             continue
-        y = y_of(value)
-        body.append(_rect(x, y, bar_w, top + plot_h - y, VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["pass"]),
+        y, zero = y_of(value), y_of(0)
+        body.append(_rect(x, round(min(y, zero), 2), bar_w, round(abs(zero - y), 2), VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["pass"]),
                           f"{label}: {value:.1f} {unit} ({verdict})"))
         if len(bars) <= 16 or k % 4 == 0:
             body.append(_text(x + bar_w / 2, top + plot_h + 12, label.rsplit("/", 2)[-2] if len(bars) > 16 else label.rsplit("/", 1)[-1],
                               8, "middle", MUTED))
-    for value, colour, name, x in ((median, INK, "rack median", width - 12), (threshold, VERDICT_COLOURS["fail"], "threshold", width - 100)):
-        if value is not None:
-            y = y_of(value)
-            body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="{colour}" '
-                        f'stroke-dasharray="5 3"><title>{escape(f"{name}: {value:.1f} {unit}")}</title></line>')
-            body.append(_text(x, y - 3, f"{name} {value:.0f}", 9, "end", colour))
+    label_y = []  # the labels in the margin, kept a line apart when the lines are close
+    for value, colour, name in sorted(((median, INK, "rack median"), (threshold, VERDICT_COLOURS["fail"], "threshold")),
+                                      key=lambda mark: -(mark[0] or 0)):
+        if value is None:
+            continue
+        y = y_of(value)
+        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{plot_right}" y2="{y:.1f}" stroke="{colour}" '
+                    f'stroke-dasharray="5 3"><title>{escape(f"{name}: {value:.1f} {unit}")}</title></line>')
+        text_y = max(y + 3, label_y[-1] + 11) if label_y else y + 3
+        label_y.append(text_y)
+        body.append(_text(plot_right + 4, round(text_y, 1), f"{name} {value:.0f}", 9, "start", colour))
     return _svg(width, top + plot_h + 20, body, title)

@@ -10,6 +10,8 @@ from probes.sim.hardware import COUNTERS
 
 # Counter names as the switch reader reports them (the GPU side's names).
 PORT_COUNTERS = {"crc": "crc_errors", "replay": "replay_errors", "recovery": "recovery_errors", "symbol": "symbol_errors"}
+# The firmware every simulated switch chip reports: fixed, as a simulated GPU's VBIOS is (nvml.py).
+CHIP_FIRMWARE = "35.2014.1204"
 
 
 class SimSwitchTray:
@@ -43,6 +45,7 @@ class SimSwitchTray:
                 "gpu": gpu,
                 "gpu_port": link.port,
                 "state": "up" if link.is_up(t) else "down",
+                "firmware": CHIP_FIRMWARE,
                 "counters": counters,
                 "effective_ber": link.ber(t) if link.gpu.sku.nvlink5_fields else None,
             })

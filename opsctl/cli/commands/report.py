@@ -1,19 +1,27 @@
-"""`opsctl report RUN_DIR`: judge a fleet run whose trays Ansible ran (ansible/burnin.yml) —
-each rack by the very code `opsctl burnin` judges with — and write every rack's summary and
-reports and the fleet's summary (RUN_DIR/fleet-summary.json)."""
+"""`opsctl report RUN_DIR`: judge a run folder again and write its reports.
 
+- A fleet run whose trays Ansible ran (ansible/burnin.yml; RUN_DIR/fleet.json): each rack by the
+  very code `opsctl burnin` judges with, every rack's summary and reports, and the fleet's
+  summary (RUN_DIR/fleet-summary.json).
+- One rack's run folder, made by `opsctl burnin` or `opsctl accept` (RUN_DIR/run.json): judged
+  again as burnin judged it when it ran, its summary.json, snapshot.json, report.html and
+  junit.xml written again — after an upgrade of opsctl, or for a run killed before it was judged.
+"""
+
+import functools
 import json
 from pathlib import Path
 
 import click
 from rich.table import Table
 
+from opsctl.acceptance.trial import trial_of
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
-from opsctl.fleet.judge import SUMMARY_FILE, judge_fleet
+from opsctl.fleet.judge import SUMMARY_FILE, judge_fleet, judge_rack_run, run_kind_of
 from opsctl.ledger import record_burnin
 from opsctl.reports.formatting import fails_when, reading
-from opsctl.reports.terminal import STYLE
+from opsctl.reports.terminal import STYLE, print_summary
 
 CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
 
@@ -24,11 +32,23 @@ CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
 @json_option
 @click.pass_context
 def command(ctx, run_dir, record, db, as_json):
-    """Judge the results Ansible fetched into RUN_DIR, rack by rack as `opsctl burnin` does; exit
-    1 when a rack failed, 3 when a rack is incomplete (a tray unreachable or its probe did not
-    finish), 0 when every rack passed. The inventory is the one the run was planned with,
-    unless --inventory names another."""
-    fleet = judge_fleet(run_dir, ctx.find_root().obj.get("inventory"))
+    """Judge RUN_DIR again as `opsctl burnin` judges and write its reports: a fleet run whose
+    results Ansible fetched (rack by rack, and the fleet), or one rack's run folder made by
+    `opsctl burnin` or `opsctl accept`. Exit 1 when a rack failed, 3 when a rack is incomplete
+    (a tray unreachable or its probe did not finish), 0 when every rack passed. The inventory is
+    the one the run was made with, unless --inventory names another. Each rack is recorded in
+    the ledger: one row per run, brought up to date when a run is judged again."""
+    inventory = ctx.find_root().obj.get("inventory")
+    if run_kind_of(run_dir) == "rack":
+        _, summary = judge_rack_run(run_dir, inventory)
+        if as_json:
+            print_json(summary)
+        else:
+            print_summary(console(), summary)
+        if record:
+            record_run(ctx, summary, db, summary["run"])
+        ctx.exit(summary["exit_code"])
+    fleet = judge_fleet(run_dir, inventory)
     if as_json:
         print_json(fleet)
     else:
@@ -36,9 +56,18 @@ def command(ctx, run_dir, record, db, as_json):
     if record:
         for rack in fleet["racks"]:
             summary = Path(rack["files"]["summary"])
-            record_in_ledger(ctx, record_burnin, json.loads(summary.read_text()), db,
-                             f"opsctl ledger record-burnin {summary.parent}")
+            record_run(ctx, json.loads(summary.read_text()), db, summary.parent)
     ctx.exit(fleet["exit_code"])
+
+
+def record_run(ctx, summary, db, run_path):
+    """Record a judged rack in the ledger: a trial acceptance as the burn-in it is, so that its
+    pass does not hand the rack over."""
+    if trial_of(summary)["trial"]:
+        record_in_ledger(ctx, functools.partial(record_burnin, kind="burnin"), summary, db,
+                         f"opsctl ledger record-burnin {run_path} --kind burnin")
+    else:
+        record_in_ledger(ctx, record_burnin, summary, db, f"opsctl ledger record-burnin {run_path}")
 
 
 def print_fleet(out, fleet):
@@ -52,6 +81,9 @@ def print_fleet(out, fleet):
         table.add_row(rack["rack"], rack["model"], f"[{STYLE[rack['verdict']]}]{rack['verdict']}[/]",
                       f"{rack['trays_reported']}/{rack['trays']}", str(failing) if failing else "-", rack["files"]["report"])
     out.print(table)
+    if fleet.get("trial"):
+        out.print(f"a trial acceptance: {fleet['duration_s']:g} s of load per tray, not the criteria's "
+                  f"{fleet['criteria_duration_s']:g} s — not an acceptance by the criteria", soft_wrap=True)
     for rack in fleet["racks"]:
         if rack["verdict"] == "PASS":
             continue

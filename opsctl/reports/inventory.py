@@ -1,0 +1,52 @@
+"""What the inventory table adds from the trays' raw probe documents (trays/*.json, listed with
+their sha256 in the report): where each GPU sits as NVML's platform info says — the chassis
+(on a GB200 NVL72 the rack's own serial), the tray's slot and index, the GPU's module — and the
+firmware each switch tray's chips report (`firmware` on its `switch_links` rows).
+
+A tray file that is missing or cannot be read adds nothing: the table shows "–" there.
+"""
+
+import json
+from pathlib import Path
+
+PLATFORM_KEYS = ("chassis_serial", "slot", "tray_index", "host_id", "module_id")
+
+
+def read_tray_inventory(summary, run_path):
+    """{"gpus": {GPU id: platform dict}, "trays": {tray: {"chassis_serial", "slot", "tray_index",
+    "firmware"}}}; each a sorted list of what the tray's parts report (one value when they agree;
+    firmware as "VERSION (sw0, sw1)")."""
+    gpus, trays = {}, {}
+    for tray in summary["trays"]:
+        document = _read(run_path, tray.get("file"))
+        found = {"chassis_serial": set(), "slot": set(), "tray_index": set()}
+        firmware = {}  # version -> the chips that report it
+        for gpu in document.get("gpus") or []:
+            if not isinstance(gpu, dict) or not isinstance(gpu.get("index"), int):
+                continue
+            platform = gpu.get("platform") if isinstance(gpu.get("platform"), dict) else {}
+            gpus[f"{tray['id']}/gpu{gpu['index']}"] = {k: platform.get(k) for k in PLATFORM_KEYS}
+            for key in ("chassis_serial", "slot", "tray_index"):
+                if platform.get(key) not in (None, ""):
+                    found[key].add(platform[key])
+        for port in document.get("switch_links") or []:
+            if isinstance(port, dict) and port.get("firmware"):
+                firmware.setdefault(str(port["firmware"]), set()).add(str(port.get("chip")))
+        trays[tray["tray"]] = {key: sorted(values, key=str) for key, values in found.items()}
+        trays[tray["tray"]]["firmware"] = [f"{version} ({', '.join(sorted(chips))})" for version, chips in sorted(firmware.items())]
+    return {"gpus": gpus, "trays": trays}
+
+
+def rack_serials(inventory):
+    """Every chassis serial the rack's GPUs report (one, on a rack put together right)."""
+    return sorted({serial for tray in inventory["trays"].values() for serial in tray["chassis_serial"]}, key=str)
+
+
+def _read(run_path, name):
+    if not name:
+        return {}
+    try:
+        document = json.loads((Path(run_path) / name).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
