@@ -34,7 +34,7 @@ def preset(name):
     return yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())
 
 
-# --- the published worked figures (FIGURES.md) -----------------------------------------------------
+# --- the published worked figures (docs/sources.md) -----------------------------------------------------
 def test_gpt3_fp8_on_h100_reproduces_the_worked_figures(opsctl):
     dec = run(opsctl, SCENARIOS / "gpt3-175b-h100-fp8-dec2024-hyperscaler.yaml")
     jan = run(opsctl, SCENARIOS / "gpt3-175b-h100-fp8-jan2024-hyperscaler.yaml")

@@ -17,4 +17,20 @@ def rack_from(ctx, name):
     return inventory_from(ctx).rack(name)
 
 
-rack_argument = click.argument("rack")
+def _remember_inventory(ctx, param, value):
+    if value is not None:
+        ctx.find_root().obj["inventory"] = value
+    return value
+
+
+# --inventory after the command as well as before it (`opsctl burnin rack07 --inventory FILE`):
+# the same setting, stored where every command reads it.
+inventory_option = click.option(
+    "--inventory", "-i", type=click.Path(dir_okay=False), expose_value=False, callback=_remember_inventory,
+    help="Ansible-format inventory of racks (also accepted before the command; default: $OPSCTL_INVENTORY, "
+         "else the built-in simulated racks).")
+
+
+def rack_argument(command):
+    """The RACK argument of a command, and the --inventory it is looked up in."""
+    return click.argument("rack")(inventory_option(command))

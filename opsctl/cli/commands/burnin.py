@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 
 from opsctl.burnin.session import execute, make_plan, resume_run, start_run
-from opsctl.cli.context import rack_from
+from opsctl.cli.context import inventory_option, rack_from
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
@@ -26,6 +26,7 @@ def rack_run_options(command):
     """Options of every command that runs the probes on a rack's trays."""
     for option in reversed([
         click.argument("rack", required=False),
+        inventory_option,
         click.option("--out", type=click.Path(file_okay=False), help="Run folder (default: a new one under "
                      "$XDG_STATE_HOME/opsctl/runs, else ~/.local/state/opsctl/runs)."),
         click.option("--resume", metavar="RUN", help="Finish an earlier run (its folder or name): only trays without a result run again."),

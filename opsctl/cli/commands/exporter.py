@@ -17,12 +17,13 @@ from exporters.alert_rules import write_rule_files
 from exporters.server import Exporter
 from exporters.tray_poller import TrayPoller
 from opsctl.backend import sim_spec_for, topology_for
-from opsctl.cli.context import inventory_from, rack_from
+from opsctl.cli.context import inventory_from, inventory_option, rack_from
 from opsctl.cli.output import json_option, print_json
 from opsctl.errors import InputError
 
 
 @click.group("exporter", invoke_without_command=True)
+@inventory_option
 @click.option("--rack", help="A rack of the inventory. Simulated: serve all its GPUs. Real GPUs: this host is one of its trays.")
 @click.option("--tray", help="The tray to serve (default for real GPUs: the inventory host named like this host).")
 @click.option("--listen", default="0.0.0.0", show_default=True, help="Address to listen on.")

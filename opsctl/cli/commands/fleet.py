@@ -7,7 +7,7 @@ import shlex
 import click
 from rich.table import Table
 
-from opsctl.cli.context import inventory_from
+from opsctl.cli.context import inventory_from, inventory_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.fleet.trays import chosen_racks, tray_table
@@ -22,6 +22,7 @@ def command():
 
 
 @command.command("trays")
+@inventory_option
 @racks_option
 @json_option
 @click.pass_context
@@ -41,6 +42,7 @@ def trays(ctx, racks, as_json):
 
 
 @command.command("plan")
+@inventory_option
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @racks_option
 @click.option("--kind", type=click.Choice(["burnin", "accept"]), default="burnin", show_default=True,

@@ -3,7 +3,7 @@
 import click
 from rich.table import Table
 
-from opsctl.cli.context import inventory_from, rack_argument, rack_from
+from opsctl.cli.context import inventory_from, inventory_option, rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 
 
@@ -26,6 +26,7 @@ def command():
 
 
 @command.command("list")
+@inventory_option
 @json_option
 @click.pass_context
 def list_racks(ctx, as_json):

@@ -3,7 +3,7 @@ snapshots (README, Triage and fault localization), for one rack or a fleet in on
 
 import click
 
-from opsctl.cli.context import inventory_from
+from opsctl.cli.context import inventory_from, inventory_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize import localize_files
@@ -32,6 +32,7 @@ def inventory_racks(ctx):
 
 
 @click.command("localize")
+@inventory_option
 @click.argument("snapshots", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @json_option
 @mttr_config_option
