@@ -73,3 +73,20 @@ def test_a_gpu_outside_the_racks_clique_or_cluster_fails(rack07_topology):
     checks = {c.component: c for c in fabric_domain_checks(gpus)}
     assert {gpu for gpu, c in checks.items() if c.verdict == "fail"} == {"rack07/ct04/gpu2", "rack07/ct09/gpu1"}
     assert "rack07/ct11/gpu0" not in checks and "NVML" in checks["rack07/ct04/gpu2"].source
+
+
+def test_a_switch_trays_progress_line_says_its_failures_are_links():
+    from opsctl.burnin.progress import _what_failed
+    from opsctl.fanout.runner import TrayResult
+
+    fields = TrayResult.__dataclass_fields__
+    base = {name: None for name in fields}
+    switch = TrayResult(**{**base, "document": {"checks": [
+        {"check": "nvlink.crc_errors", "component": "sw1", "verdict": "fail", "link": "ct05/gpu1/nvl07"},
+        {"check": "nvlink.replay_errors", "component": "sw1", "verdict": "fail", "link": "ct05/gpu1/nvl07"},
+        {"check": "nvlink.crc_errors", "component": "sw0", "verdict": "pass"}]}})
+    assert _what_failed(switch) == ": 1 link(s)"
+    compute = TrayResult(**{**base, "document": {"gpus": [{"checks": [
+        {"check": "nvlink.state", "component": "gpu2/nvl01", "verdict": "fail"},
+        {"check": "gemm.bf16.mismatches", "component": "gpu3", "verdict": "fail"}]}]}})
+    assert _what_failed(compute) == ": 1 link(s), gpu3"

@@ -41,3 +41,4 @@ def test_the_inventory_after_the_command_is_the_same_as_before(opsctl, tmp_path)
     after = opsctl("inventory", "show", "lab9", "--inventory", inventory, "--json")
     assert before.code == after.code == 0 and before.json() == after.json()
     assert opsctl("inventory", "show", "lab9").code == 2  # the built-in inventory has no lab9
+

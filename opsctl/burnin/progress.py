@@ -26,6 +26,18 @@ def tray_outcome(result):
     return "warn" if "warn" in verdicts else "pass"
 
 
+def _what_failed(result):
+    """What a tray's failing checks are about: its links (a switch tray's always are, so a bad
+    link does not read as a bad switch) or its GPUs."""
+    checks = [c for g in result.document.get("gpus") or [] for c in g.get("checks") or []]
+    checks += result.document.get("checks") or []
+    failing = [c for c in checks if isinstance(c, dict) and c.get("verdict") == "fail"]
+    links = {c.get("link") or c.get("component") for c in failing if c.get("link") or "/nvl" in str(c.get("component"))}
+    gpus = sorted({str(c.get("component")) for c in failing if not (c.get("link") or "/nvl" in str(c.get("component")))})
+    parts = ([f"{len(links)} link(s)"] if links else []) + gpus
+    return f": {', '.join(parts)}" if parts else ""
+
+
 class _ElapsedBar(ProgressColumn):
     """A bar that fills with the time a tray has run against the time it is expected to take
     (the probe prints nothing until it ends)."""
@@ -77,7 +89,7 @@ class TrayProgress:
         outcome = tray_outcome(result)
         style = OUTCOME_STYLE[outcome]
         if result.complete:  # the tray's own view; the rack's verdict comes when all have reported
-            text = f"reported in {result.seconds:.0f} s, probe says [{style}]{outcome}[/{style}]"
+            text = f"reported in {result.seconds:.0f} s, probe says [{style}]{outcome}[/{style}]{_what_failed(result)}"
         else:
             text = f"[{style}]incomplete[/{style}] after {result.seconds:.0f} s: {result.reason}"
         if self._progress:
