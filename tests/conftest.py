@@ -34,6 +34,9 @@ class CliResult:
         return json.loads(self.out)
 
 
+# The team's private notes: an operator does not have them, so no source may cite them.
+PRIVATE_SOURCES = ("FIGURES.md", "NVML_AND_XID.md", "CONTRACT.md", "PRODUCT.md", "ENGINEERING.md", "shared/")
+
 @pytest.fixture
 def opsctl(capsys, monkeypatch):
     """Run `opsctl ARGS…` in this process; returns code, stdout and stderr."""

@@ -12,6 +12,7 @@ import yaml
 from exporters.alert_rules import RULES_DIR, rule_files, runbook_file
 from exporters.xid_catalog import XIDS
 from probes.xids import catalog as xid_catalog
+from tests.conftest import PRIVATE_SOURCES
 
 # The runbooks/ files agreed with the runbooks' author (issue 6 brief).
 AGREED_RUNBOOKS = {
@@ -206,7 +207,6 @@ def test_fabric_and_recovery_action_alerts_follow_the_rulebook():
         assert alert["annotations"]["source"] == action["source"]
 
 
-PRIVATE_SOURCES = ("FIGURES.md", "NVML_AND_XID.md", "CONTRACT.md", "PRODUCT.md", "ENGINEERING.md", "shared/")
 
 
 def test_alerts_cite_public_sources_and_no_echo_of_other_gpus():

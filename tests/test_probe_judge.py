@@ -6,6 +6,7 @@ import yaml
 
 from probes.judge import (REFERENCES, judge_gpu, link_rule_checks, gpu_link, load_references, peer_medians,
                           sku_files, xid_checks)
+from tests.conftest import PRIVATE_SOURCES
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,6 @@ def verdicts(checks):
     return {(c["check"], c["component"]): c["verdict"] for c in checks}
 
 
-PRIVATE_NOTES = ("FIGURES.md", "NVML_AND_XID.md", "CONTRACT.md", "PRODUCT.md", "ENGINEERING.md", "shared/")
 
 
 def test_every_reference_file_gives_its_figures_with_sources():
@@ -34,10 +34,13 @@ def test_every_reference_file_gives_its_figures_with_sources():
         for figure in (data["nvlink_links"], data["membw"], data["nvlink_peer"], data["collective"], *data["gemm"].values()):
             # A public source: a datasheet, or docs/sources.md, which names it; never a private note.
             assert "datasheet" in figure["source"] or "docs/sources.md" in figure["source"], (path.name, figure)
-            assert not any(note in figure["source"] for note in PRIVATE_NOTES), (path.name, figure)
+            assert not any(note in figure["source"] for note in PRIVATE_SOURCES), (path.name, figure)
     assert {p.stem for p in sku_files()} == {"h100", "h200", "b200", "gb200"}
     rules = yaml.safe_load((REFERENCES / "rules.yaml").read_text())
     assert all(rule["source"] for rule in rules["link_counters"])
+    # Every rule of the rulebook names a public source, never the team's private notes.
+    text = (REFERENCES / "rules.yaml").read_text() + (REFERENCES / "xids.yaml").read_text()
+    assert [name for name in PRIVATE_SOURCES if name in text] == []
 
 
 @pytest.mark.parametrize("name, sku", [("NVIDIA GB200", "gb200"), ("NVIDIA H100 80GB HBM3", "h100"),

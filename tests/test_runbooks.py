@@ -15,6 +15,7 @@ from opsctl.simulation.scenario import FAULT_KINDS
 from opsctl.topology import build_topology
 from probes.xids import catalog as xid_catalog
 from probes.xids import rulings
+from tests.conftest import PRIVATE_SOURCES
 
 REPO = Path(__file__).resolve().parent.parent
 RULES_DIR = REPO / "exporters" / "rules"
@@ -74,7 +75,6 @@ def test_the_catalogs_runbook_map_and_the_runbooks_front_matter_agree():
         assert runbook_for(kind="gpu", xids=[code]) == f"runbooks/{ruling.runbook}", code
 
 
-PRIVATE_SOURCES = ("FIGURES.md", "NVML_AND_XID.md", "CONTRACT.md", "PRODUCT.md", "ENGINEERING.md", "shared/")
 
 
 def test_runbooks_cite_public_sources_and_no_echo_xid():
