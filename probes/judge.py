@@ -97,11 +97,11 @@ def load_references(gpu_name=None, path=None, sku=None, device_id=None):
     reports; or those of the file `path`. The device id decides where it is known: an H100 NVL
     or H200 NVL is named like the SXM part but is another SKU (DCGM's diag-skus.yaml tells them
     apart by device id), and gets no SXM figures."""
-    rules, xids = _load(REFERENCES / "rules.yaml"), _load(REFERENCES / "xids.yaml")
+    rules, catalog = _load(REFERENCES / "rules.yaml"), xids.catalog()  # the catalog is read once (probes/xids.py)
     if path is not None:
         sku = _load(path)
         check_sku_references(sku, path)
-        return References(sku, rules, xids, str(path))
+        return References(sku, rules, catalog, str(path))
     device_id = device_id.lower() if isinstance(device_id, str) else None
     for file in sku_files():
         data = _load(file)
@@ -112,8 +112,8 @@ def load_references(gpu_name=None, path=None, sku=None, device_id=None):
         else:
             found = bool(gpu_name) and any(gpu_name.startswith(n) for n in data.get("names", []))
         if found:
-            return References(data, rules, xids, f"probes/references/{file.name}")
-    return References(None, rules, xids)
+            return References(data, rules, catalog, f"probes/references/{file.name}")
+    return References(None, rules, catalog)
 
 
 def check(name, component, verdict, value, threshold, unit, op, source, reason):

@@ -14,7 +14,10 @@ catalog's most severe row for the code applies.
 import re
 import subprocess
 
-NVLINK5_XIDS = range(144, 151)
+from probes.xids import catalog
+
+# The NVLink 5 unit XIDs: those the catalog's "XID 144-150 Decode" sheet decodes.
+NVLINK5_XIDS = frozenset(row["xid"] for row in catalog()["nvlink5_decode"])
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+),(?P<rest>.*)")
 REGISTERS = re.compile(r"\((0x[0-9A-Fa-f]+) (0x[0-9A-Fa-f]+)")
 
