@@ -133,3 +133,10 @@ def test_generated_scenarios_compile_or_fail_cleanly(rack07_topology, faults, se
         compile_text(text, rack07_topology)
     except InputError as error:
         assert "\n" not in str(error) and str(error).startswith("s.yaml")
+
+
+def test_every_fault_kind_of_the_format_has_one_handler_in_the_compiler():
+    from opsctl.simulation.compiler import FAULT_HANDLERS
+    from opsctl.simulation.scenario import FAULT_KINDS
+
+    assert set(FAULT_HANDLERS) == set(FAULT_KINDS)

@@ -148,92 +148,114 @@ class _Builder:
             self.xid(gpu_id, xid, start_s, fault, period_s, count)
 
     def apply(self, fault):
+        """Resolve one fault through its kind's handler (FAULT_HANDLERS, below the class)."""
+        FAULT_HANDLERS[fault.kind](self, fault)
+
+    # --- one handler per fault kind: what the hardware shows for it ------------------------------
+    def _window(self, fault):
+        return {k: fault.params[k] for k in ("start_s", "end_s") if k in fault.params}
+
+    def link_errors(self, fault):
+        for link_id in self.link_ids(fault):
+            self.link_effect(link_id, "errors", fault.params, fault)
+
+    def link_down(self, fault):
+        links = self.link_ids(fault)
+        for link_id in links:
+            self.link_effect(link_id, "down", self._window(fault), fault)
+        self.link_drop(links, fault, fault.params.get("start_s", 0.0))
+
+    def link_flap(self, fault):
         p = fault.params
-        window = {k: p[k] for k in ("start_s", "end_s") if k in p}
+        links = self.link_ids(fault)
+        for link_id in links:
+            self.link_effect(link_id, "flap", p, fault)
+        self.link_drop(links, fault, p.get("start_s", 0.0), p.get("period_s", 60.0), p.get("end_s"))
+
+    def link_degraded(self, fault):
+        for link_id in self.link_ids(fault):
+            self.link_effect(link_id, "bandwidth", fault.params, fault)
+
+    def switch_part_failed(self, fault):
+        wanted = ("switch_chip",) if fault.kind == "switch_chip_failed" else ("switch_tray",)
+        part = self.part(fault, wanted)
+        for link_id in part.links:
+            self.link_effect(link_id, "down", self._window(fault), fault)
+        self.link_drop(part.links, fault, fault.params.get("start_s", 0.0))
+
+    def slow_gpu(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "slow", fault.params, fault)
+
+    def throttle(self, fault):
+        reason = "thermal" if fault.kind == "thermal_throttle" else "power_brake"
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "throttle", {"reason": reason, **fault.params}, fault)
+
+    def ecc(self, fault):
+        p = fault.params
         start = p.get("start_s", 0.0)
-        kind = fault.kind
-        if kind == "link_errors":
-            for link_id in self.link_ids(fault):
-                self.link_effect(link_id, "errors", p, fault)
-        elif kind == "link_down":
-            links = self.link_ids(fault)
-            for link_id in links:
-                self.link_effect(link_id, "down", window, fault)
-            self.link_drop(links, fault, start)
-        elif kind == "link_flap":
-            links = self.link_ids(fault)
-            for link_id in links:
-                self.link_effect(link_id, "flap", p, fault)
-            self.link_drop(links, fault, start, p.get("period_s", 60.0), p.get("end_s"))
-        elif kind == "link_degraded":
-            for link_id in self.link_ids(fault):
-                self.link_effect(link_id, "bandwidth", p, fault)
-        elif kind == "bad_pins":
-            self.bad_pins(fault)
-        elif kind in ("switch_chip_failed", "switch_tray_failed"):
-            wanted = ("switch_chip",) if kind == "switch_chip_failed" else ("switch_tray",)
-            part = self.part(fault, wanted)
-            for link_id in part.links:
-                self.link_effect(link_id, "down", window, fault)
-            self.link_drop(part.links, fault, start)
-        elif kind == "slow_gpu":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "slow", p, fault)
-        elif kind in ("thermal_throttle", "power_brake"):
-            reason = "thermal" if kind == "thermal_throttle" else "power_brake"
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "throttle", {"reason": reason, **p}, fault)
-        elif kind == "ecc":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "ecc", p, fault)
-                if p.get("uncorrected", 0) > 0:
-                    self.xid(gpu_id, XID_DBE, start, fault)
-                    self.gpu_effect(gpu_id, "row_remap", {"start_s": start, "uncorrected_rows": p["uncorrected"], "pending": True}, fault)
-        elif kind == "row_remap":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "row_remap", p, fault)
-                self.xid(gpu_id, XID_ROW_REMAP_FAILURE if p.get("failure") else XID_ROW_REMAP, start, fault)
-        elif kind == "xid":
-            for gpu_id in self.gpu_ids(fault):
-                self.xid(gpu_id, p["xid"], p.get("at_s", 0.0), fault, p.get("repeat_s"), p.get("count"),
-                         recovery_action=p.get("recovery_action"), intr_info=p.get("intr_info"),
-                         error_status=p.get("error_status"))
-        elif kind == "sdc":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "sdc", p, fault)
-        elif kind == "gpu_lost":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "lost", {"start_s": start}, fault)
-                self.xid(gpu_id, XID_FELL_OFF_BUS, start, fault)
-                if self.model.is_nvl72:
-                    gpu_links = [self.model.link_id(self.rack, self.gpus[gpu_id].rack_index, port)
-                                 for port in range(self.model.nvlink_ports)]
-                    for link_id in gpu_links:
-                        self.link_effect(link_id, "down", {"start_s": start}, fault)
-                    # Its links go with it; the lost GPU itself logged 79.
-        elif kind == "gpu_hang":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "hang", {**window, "nvml": p.get("nvml", True)}, fault)
-        elif kind == "not_supported":
-            fields = []
-            for name in p.get("fields", []):
-                value = getattr(pynvml, name, None)
-                if not name.startswith("NVML_FI_") or not isinstance(value, int):
-                    self._fail(fault, f"unknown NVML field {name!r}")
-                fields.append(value)
-            for name in p.get("calls", []):
-                if not name.startswith("nvml") or not callable(getattr(pynvml, name, None)):
-                    self._fail(fault, f"unknown NVML call {name!r}")
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "not_supported", {"calls": p.get("calls", []), "fields": fields}, fault)
-        elif kind == "fabric_degraded":
-            for gpu_id in self.gpu_ids(fault):
-                self.gpu_effect(gpu_id, "fabric", {"degraded_bw": True, **p}, fault)
-        elif kind == "tray_unreachable":
-            tray = fault.target.split("/")[-1]
-            if tray not in self.model.tray_names():
-                self._fail(fault, f"unknown tray {fault.target!r}")
-            self.unreachable.add(tray)
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "ecc", p, fault)
+            if p.get("uncorrected", 0) > 0:
+                self.xid(gpu_id, XID_DBE, start, fault)
+                self.gpu_effect(gpu_id, "row_remap", {"start_s": start, "uncorrected_rows": p["uncorrected"], "pending": True}, fault)
+
+    def row_remap(self, fault):
+        p = fault.params
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "row_remap", p, fault)
+            self.xid(gpu_id, XID_ROW_REMAP_FAILURE if p.get("failure") else XID_ROW_REMAP, p.get("start_s", 0.0), fault)
+
+    def logged_xid(self, fault):
+        p = fault.params
+        for gpu_id in self.gpu_ids(fault):
+            self.xid(gpu_id, p["xid"], p.get("at_s", 0.0), fault, p.get("repeat_s"), p.get("count"),
+                     recovery_action=p.get("recovery_action"), intr_info=p.get("intr_info"),
+                     error_status=p.get("error_status"))
+
+    def sdc(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "sdc", fault.params, fault)
+
+    def gpu_lost(self, fault):
+        start = fault.params.get("start_s", 0.0)
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "lost", {"start_s": start}, fault)
+            self.xid(gpu_id, XID_FELL_OFF_BUS, start, fault)
+            if self.model.is_nvl72:
+                # Its links go with it; the lost GPU itself logged 79.
+                for port in range(self.model.nvlink_ports):
+                    link_id = self.model.link_id(self.rack, self.gpus[gpu_id].rack_index, port)
+                    self.link_effect(link_id, "down", {"start_s": start}, fault)
+
+    def gpu_hang(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "hang", {**self._window(fault), "nvml": fault.params.get("nvml", True)}, fault)
+
+    def not_supported(self, fault):
+        p = fault.params
+        fields = []
+        for name in p.get("fields", []):
+            value = getattr(pynvml, name, None)
+            if not name.startswith("NVML_FI_") or not isinstance(value, int):
+                self._fail(fault, f"unknown NVML field {name!r}")
+            fields.append(value)
+        for name in p.get("calls", []):
+            if not name.startswith("nvml") or not callable(getattr(pynvml, name, None)):
+                self._fail(fault, f"unknown NVML call {name!r}")
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "not_supported", {"calls": p.get("calls", []), "fields": fields}, fault)
+
+    def fabric_degraded(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "fabric", {"degraded_bw": True, **fault.params}, fault)
+
+    def tray_unreachable(self, fault):
+        tray = fault.target.split("/")[-1]
+        if tray not in self.model.tray_names():
+            self._fail(fault, f"unknown tray {fault.target!r}")
+        self.unreachable.add(tray)
 
     def bad_pins(self, fault):
         p = fault.params
@@ -258,6 +280,30 @@ class _Builder:
             rates.update({"crc_per_s": 150.0, "replay_per_s": 1.0, "ber": 2e-10})  # a marginal contact
         for link_id in chosen:
             self.link_effect(link_id, "errors", rates, fault)
+
+
+# Each fault kind of the scenario format (opsctl/simulation/scenario.py FAULT_KINDS) and its handler.
+FAULT_HANDLERS = {
+    "link_errors": _Builder.link_errors,
+    "link_down": _Builder.link_down,
+    "link_flap": _Builder.link_flap,
+    "link_degraded": _Builder.link_degraded,
+    "bad_pins": _Builder.bad_pins,
+    "switch_chip_failed": _Builder.switch_part_failed,
+    "switch_tray_failed": _Builder.switch_part_failed,
+    "slow_gpu": _Builder.slow_gpu,
+    "thermal_throttle": _Builder.throttle,
+    "power_brake": _Builder.throttle,
+    "ecc": _Builder.ecc,
+    "row_remap": _Builder.row_remap,
+    "xid": _Builder.logged_xid,
+    "sdc": _Builder.sdc,
+    "gpu_lost": _Builder.gpu_lost,
+    "gpu_hang": _Builder.gpu_hang,
+    "not_supported": _Builder.not_supported,
+    "fabric_degraded": _Builder.fabric_degraded,
+    "tray_unreachable": _Builder.tray_unreachable,
+}
 
 
 def compile_rack_spec(scenario, topology):
