@@ -67,6 +67,16 @@ def test_a_compute_tray_connector_serves_two_gpus_half_their_ports(rack07_topolo
     assert ports == set(range(9))
 
 
+def test_holders_follow_the_graphs_contains_edges_nearest_first(rack07_topology):
+    t = rack07_topology
+    assert t.holders("rack07/ct12/gpu3") == ["rack07/ct12"]
+    assert t.holders("rack07/ct12/j2") == ["rack07/ct12"]
+    assert t.holders("rack07/st2/sw1") == ["rack07/st2"]
+    cable = next(c.id for c in t.of_kind("cable"))
+    assert t.holders(cable) == [cable.rsplit("/", 1)[0]]
+    assert t.holders("rack07/ct12") == [] and t.holders("rack07/nowhere") == []
+
+
 def test_json_has_the_contract_shape(rack07_topology):
     document = rack07_topology.to_json()
     assert document["rack"] == "rack07" and document["model"] == "gb200-nvl72"

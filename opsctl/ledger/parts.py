@@ -127,12 +127,7 @@ class Parts:
         if node in topology.links:
             node = topology.links[node].gpu
             chain.append(node)
-        while node in topology.graph:  # (an imported part another cabling map had is held by the rack only)
-            holders = [u for u, _, relation in topology.graph.in_edges(node, data="relation") if relation == "contains"]
-            if not holders:
-                break
-            node = holders[0]
-            chain.append(node)
+        chain += topology.holders(node)  # (an imported part another cabling map had is held by the rack only)
         return [facts.name + template[len(TEMPLATE_RACK):] for template in chain] + [facts.name]
 
     def related(self, a, b, facts):

@@ -49,14 +49,12 @@ class Topology:
         self.graph = nx.DiGraph()
         self.components = {}
         self.links = {}
-        self._parent = {}
         self._build(load_cabling_map(self.cabling_map_path, model))
 
     # --- building ---------------------------------------------------------------------------
     def _add(self, component_id, kind, tray, parent=None):
         if component_id not in self.components:
             self.components[component_id] = Component(component_id, kind, tray)
-            self._parent[component_id] = parent
             self.graph.add_node(component_id, kind=kind)
             if parent is not None:
                 self.graph.add_edge(parent, component_id, relation="contains")
@@ -67,9 +65,9 @@ class Topology:
         carriers = set()
         for part in parts:
             self.graph.add_edge(part, link_id, relation="carries")
-            while part is not None and part not in carriers:
+            if part not in carriers:
                 carriers.add(part)
-                part = self._parent[part]
+                carriers.update(self.holders(part))
         for part in carriers:
             self.components[part].links.append(link_id)
 
@@ -134,6 +132,20 @@ class Topology:
         self._carry((gpu, *path, chip), link_id)
 
     # --- queries ----------------------------------------------------------------------------
+    def holders(self, component_id):
+        """The components that hold `component_id` by 'contains' edges, nearest first (a GPU's
+        compute tray; a cable's cartridge); empty for a part nothing holds or the graph lacks."""
+        chain = []
+        node = component_id
+        while node in self.graph:
+            holder = next((u for u, _, relation in self.graph.in_edges(node, data="relation")
+                           if relation == "contains"), None)
+            if holder is None:
+                break
+            chain.append(holder)
+            node = holder
+        return chain
+
     def of_kind(self, kind):
         return [c for c in self.components.values() if c.kind == kind]
 
