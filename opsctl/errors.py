@@ -3,11 +3,7 @@
 Code below the CLI raises these; the CLI prints one line on stderr and exits with `exit_code`.
 """
 
-# Exit codes (README, A tour of the commands): the same for every command.
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INCOMPLETE = 3
+from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 
 
 class OpsctlError(Exception):

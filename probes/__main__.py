@@ -10,12 +10,11 @@ import os
 import sys
 
 from probes.backend import BackendError, open_backend
+from probes.exit_codes import EXIT_INCOMPLETE, EXIT_USAGE
 from probes.hangup import STOP_ON_STDIN_EOF, watch_for_hangup
 from probes.judge import ReferencesError
 from probes.run import DEFAULT_DURATION_S, PROBES, RunOptions, TrayRun
 from probes.snapshot import take_snapshot, take_switch_snapshot
-
-EXIT_USAGE, EXIT_INCOMPLETE = 2, 3
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -17,10 +17,10 @@ import queue
 import time
 
 from probes.backend import BackendError, read_spec
+from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from probes.judge import check, load_references
 from probes.snapshot import FORMAT
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 VERIFY_SOURCE = "every rank adds rank + 1: each element of the result must be n(n + 1)/2 (exact in float32)"
 
 

@@ -16,7 +16,8 @@ import os
 import sys
 import threading
 
-EXIT_INCOMPLETE = 3
+from probes.exit_codes import EXIT_INCOMPLETE
+
 STOP_ON_STDIN_EOF = "--stop-on-stdin-eof"
 STDIN_READ_BYTES = 1 << 16
 

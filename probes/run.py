@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from probes import gemm, membw, nvlink_bw
 from probes.compute import DTYPES, DeviceError
 from probes.counters import gpu_window
+from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
 from probes.kernel_log import NVLINK5_XIDS, attach_registers, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
@@ -30,7 +31,6 @@ from probes.windows import window_length
 PROBES = ("gemm", "membw", "nvlink", "counters")
 LOAD_SHARE = {"gemm": 4, "membw": 1, "nvlink": 1}
 DEFAULT_DURATION_S = 60.0
-EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 3
 TIMEOUT_SOURCE = "--timeout (default: twice the probe's share of --duration, plus 60 s)"
 
 
