@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from opsctl.ledger import fleet_statistics, open_ledger
-from opsctl.ledger.fleet_history import record_history, simulate_fleet_history
+from fleet_history import record_history, simulate_fleet_history
 
 
 def main():

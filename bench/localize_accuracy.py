@@ -1,7 +1,7 @@
 """Fault-injection benchmark of the localizer, through the simulator.
 
 Every trial compiles a fault scenario onto a rack (opsctl.simulation), reads every tray with
-the tray's own snapshot code over the simulated NVML (opsctl.localize.simulated), and
+the tray's own snapshot code over the simulated NVML (bench/simulated_snapshots.py), and
 localizes the snapshot. Trials cover every part kind the topology models, three noise levels
 (all in spec: DCGM fails CRC only at 100/s), parts that show symptoms on only some of their
 links, two and three faults at once (on parts that share no link and no tray: both chips of a
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localize_faults import NOISE_LEVELS, RACKS, SEEDS, Generator  # noqa: E402
 from opsctl.localize import localize_snapshot  # noqa: E402
-from opsctl.localize.simulated import TraySnapshotCache, simulated_snapshot  # noqa: E402
+from simulated_snapshots import TraySnapshotCache, simulated_snapshot  # noqa: E402
 from opsctl.mttr import load_mttr_model  # noqa: E402
 from opsctl.rack_models import model_named  # noqa: E402
 from opsctl.simulation import compile_rack_spec, parse_scenario  # noqa: E402

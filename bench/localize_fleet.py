@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from localize_faults import NOISE_LEVELS, Generator  # noqa: E402
 from opsctl.localize import localize_files  # noqa: E402
-from opsctl.localize.simulated import simulated_snapshot  # noqa: E402
+from simulated_snapshots import simulated_snapshot  # noqa: E402
 from opsctl.rack_models import model_named  # noqa: E402
 from opsctl.simulation import compile_rack_spec, parse_scenario  # noqa: E402
 from opsctl.topology import build_topology  # noqa: E402

@@ -5,7 +5,7 @@ measures how often the intervals hold over many seeds (about 95 %, as they shoul
 
 import json
 
-from opsctl.ledger.fleet_history import simulate_fleet_history
+from bench.fleet_history import simulate_fleet_history
 
 SEED = 3
 
@@ -67,7 +67,7 @@ def test_a_simulated_fleet_measures_its_injected_rates(opsctl, tmp_path, ledger_
 
 def test_infant_mortality_shows_when_new_racks_fail_more(memory_tmp_path):
     from opsctl.ledger import fleet_statistics, open_ledger
-    from opsctl.ledger.fleet_history import FailureMode, record_history
+    from bench.fleet_history import FailureMode, record_history
 
     history = simulate_fleet_history(racks=10, days=120, seed=1, modes=(FailureMode("gpu", 1500.0, "reset_gpu"),),
                                      infant_factor=4.0, infant_weeks=4, stagger_days=3)

@@ -10,7 +10,7 @@ import pytest
 
 from opsctl.localize import localize_snapshot, localize_verdicts
 from opsctl.localize.evidence import nvlink_xid_gpus
-from opsctl.localize.simulated import TraySnapshotCache, simulated_snapshot
+from bench.simulated_snapshots import TraySnapshotCache, simulated_snapshot
 from opsctl.simulation import compile_rack_spec
 from opsctl.simulation.scenario import load_scenario, scenario_from_text
 

@@ -1,4 +1,4 @@
-"""Snapshots of simulated racks taken in-process, for the benchmarks and tests of localization.
+"""Snapshots of simulated racks taken in-process, for the benchmarks and tests of localization (not shipped: opsctl itself never needs them).
 
 Every tray is read by the tray's own code — probes.snapshot.take_snapshot over SimNvml on a
 compute tray, take_switch_snapshot over the simulated switch tray's ports on a switch tray —
