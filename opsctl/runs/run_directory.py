@@ -98,9 +98,6 @@ class RunDirectory:
         except (OSError, json.JSONDecodeError) as error:
             raise InputError(f"{self.path / RUN_FILE}: cannot read: {error}") from None
 
-    def update_meta(self, **fields):
-        write_json_atomic(self.path / RUN_FILE, {**self.meta, **fields})
-
     @property
     def run_id(self):
         """What names this run however often it is resumed or judged: run.json's run_id; a run
