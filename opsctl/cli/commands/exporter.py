@@ -16,7 +16,7 @@ import click
 from exporters.alert_rules import write_rule_files
 from exporters.server import Exporter
 from exporters.tray_poller import TrayPoller
-from opsctl.backend import sim_spec_for, topology_for
+from opsctl.backend import sim_spec_for, topology_for, tray_nvml_for
 from opsctl.cli.context import inventory_from, inventory_option, rack_from
 from opsctl.cli.output import json_option, print_json
 from opsctl.errors import InputError
@@ -125,38 +125,15 @@ def _this_host(ctx, tray, only_rack=None):
 
 
 def pollers_for(rack, trays, interval=10.0, stale_after=None):
-    """The TrayPollers of `trays` of `rack`, on the simulator or pynvml; and which of the two."""
+    """The TrayPollers of `trays` of `rack`, over what reads each tray's GPUs (opsctl.backend
+    chooses: the simulator or pynvml); and which of the two."""
     topology = topology_for(rack)
     expected = rack.model.gpus_per_tray
     switches = _switch_chips(rack, topology)
-    spec = sim_spec_for(rack, topology)
-    if spec is not None:
-        from probes.sim import SimNvml, SimRack
-
-        sim_rack = SimRack(spec)
-        pollers = []
-        for tray in trays:
-            unreachable = spec.tray(tray).unreachable
-            pollers.append(TrayPoller(
-                rack.name, tray, None if unreachable else SimNvml(sim_rack, tray), interval, stale_after, expected,
-                switches.get(tray), down_reason="unreachable (simulated fault)" if unreachable else None))
-        return pollers, "sim"
-    return [TrayPoller(rack.name, trays[0], _real_nvml(), interval, stale_after, expected, switches.get(trays[0]))], "nvml"
-
-
-def _real_nvml():
-    """pynvml, once we know its library loads (a driver that is not up yet is retried later)."""
-    import pynvml
-
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError_LibraryNotFound:
-        raise InputError("no NVML library on this host (no NVIDIA driver); "
-                         "`opsctl exporter --rack rack07` serves the built-in simulated rack") from None
-    except pynvml.NVMLError:
-        return pynvml  # the tray shows as down with the reason, and is retried
-    pynvml.nvmlShutdown()
-    return pynvml
+    readers, backend = tray_nvml_for(rack, trays, sim_spec_for(rack, topology))
+    pollers = [TrayPoller(rack.name, tray, nvml, interval, stale_after, expected, switches.get(tray), down_reason=down)
+               for tray, (nvml, down) in readers.items()]
+    return pollers, backend
 
 
 def _switch_chips(rack, topology):
