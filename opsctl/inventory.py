@@ -11,19 +11,23 @@ are inherited from parent groups down to hosts, as Ansible does. What opsctl rea
   opsctl_cabling_map cabling map CSV, relative to the inventory (default: the model's)
   opsctl_tray        which tray a host is (ct03, st1); else taken from the host name's end
   opsctl_python      the Python that runs `python -m probes` on the tray    (default python3)
+  opsctl_slurm_node  the tray's Slurm node name (drain, resume, --via slurm) (default: the host name)
   ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport)
 
 Host names may use Ansible's numeric ranges: `rack07-ct[01:18]`.
 """
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from opsctl.errors import InputError
+from opsctl.input_checks import name as checked_name
+from opsctl.input_checks import shown
 from opsctl.rack_models import HGX_TRAY, MODELS, NAME_PATTERN
-from opsctl.yaml_input import load_yaml_file, require_mapping
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parent / "data" / "inventory.yaml"
 INVENTORY_ENV = "OPSCTL_INVENTORY"
@@ -39,6 +43,7 @@ KNOWN_OPSCTL_VARS = {
     "opsctl_tray",
     "opsctl_python",
     "opsctl_known_hosts",
+    "opsctl_slurm_node",
     # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
     "opsctl_probes_venv",
     "opsctl_probes_python",
@@ -66,6 +71,7 @@ class Tray:
     key_file: str | None
     python: str
     is_switch: bool
+    slurm_node: str = ""  # the tray's node in Slurm (opsctl_slurm_node, else the host name)
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ def inventory_path(option=None):
 
 def load_inventory(path=None):
     path = inventory_path(path)
-    data = dict(require_mapping(load_yaml_file(path), path))
+    data = dict(require_mapping(load_yaml_file(path, MAX_WRITTEN_BYTES), path))
     top = dict(_mapping_or_empty(data.pop("all", None), path, "group all"))
     if data:  # Ansible reads top-level groups beside `all` as its children
         children = _mapping_or_empty(top.get("children"), path, "group all children")
@@ -127,9 +133,14 @@ def load_inventory(path=None):
     return Inventory(source=path, racks=racks, non_rack_groups=tuple(non_racks))
 
 
+MAX_NAME = 253  # the longest DNS name in text (RFC 1035's 255 octets on the wire)
+
+
 def _check_name(name, what, source):
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise InputError(f"{source}: {what} {name!r} is not a valid name ([A-Za-z0-9_.-]+)")
+        raise InputError(f"{source}: {what} {shown(name)} is not a valid name ([A-Za-z0-9_.-]+)")
+    if len(name) > MAX_NAME:
+        raise InputError(f"{source}: {what} {shown(name)} is longer than {MAX_NAME} characters (a DNS name's limit)")
 
 
 def _mapping_or_empty(value, source, what):
@@ -189,7 +200,7 @@ def _expand_host_pattern(pattern, source):
 def _build_rack(name, hosts, rack_vars, source, seen_hosts, racks):
     if name in racks:
         raise InputError(f"{source}: rack {name!r} defined twice")
-    model_name = rack_vars.get("opsctl_model")
+    model_name = checked_name(rack_vars.get("opsctl_model"), f"{source}: rack {name}: opsctl_model", "a model name")
     if model_name not in MODELS:
         raise InputError(f"{source}: rack {name}: unknown opsctl_model {model_name!r} (known: {', '.join(sorted(MODELS))})")
     model = MODELS[model_name]
@@ -208,6 +219,7 @@ def _build_rack(name, hosts, rack_vars, source, seen_hosts, racks):
     trays = {}
     for pattern, host_vars in hosts.items():
         _check_name_pattern(pattern, source)
+        _check_host_count(pattern, model, source, name)
         host_vars = _mapping_or_empty(host_vars, source, f"host {pattern}")
         _check_vars(host_vars, source, f"host {pattern}")
         for host in _expand_host_pattern(pattern, source):
@@ -235,6 +247,23 @@ def _build_rack(name, hosts, rack_vars, source, seen_hosts, racks):
     )
 
 
+def _check_host_count(pattern, model, source, rack):
+    """Count the hosts a pattern names before making them: every host is one tray, so a pattern
+    naming more hosts than the model has trays (`r[0:999][0:999][0:999]-ct01`) is a mistake, and
+    refused without building a billion names."""
+    count = 1
+    for start, end in _RANGE.findall(pattern):
+        if len(start) > 100 or len(end) > 100:  # never turned into an int (Python's 4,300-digit limit)
+            count = math.inf
+            break
+        count *= max(0, int(end) - int(start) + 1)
+    limit = len(model.tray_names())
+    if count > limit:
+        shown = "more than 10^100" if count == math.inf else f"{count:,}"
+        raise InputError(f"{source}: rack {rack}: host pattern {pattern!r} names {shown} hosts; "
+                         f"a {model.name} rack has {limit} tray(s), one host each")
+
+
 def _check_name_pattern(pattern, source):
     if not isinstance(pattern, str) or not NAME_PATTERN.fullmatch(_RANGE.sub("0", pattern)):
         raise InputError(f"{source}: host {pattern!r} is not a valid name ([A-Za-z0-9_.-]+)")
@@ -251,7 +280,9 @@ def _relative_file(value, base, source, rack, key):
 
 def _build_tray(host, host_vars, model, source, rack):
     tray_name = host_vars.get("opsctl_tray")
-    if tray_name is None:
+    if tray_name is not None:
+        checked_name(tray_name, f"{source}: rack {rack}: host {host}: opsctl_tray", "a tray name")
+    else:
         if not model.is_nvl72:
             tray_name = HGX_TRAY
         else:
@@ -270,10 +301,17 @@ def _build_tray(host, host_vars, model, source, rack):
     port = host_vars.get("ansible_port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise InputError(f"{source}: rack {rack}: host {host}: ansible_port must be a port number, got {port!r}")
+    for key in ("ansible_ssh_private_key_file", "opsctl_python", "opsctl_known_hosts"):
+        if host_vars.get(key) is not None:
+            checked_name(host_vars[key], f"{source}: rack {rack}: host {host}: {key}", "a path")
     address = host_vars.get("ansible_host", host)
     for key, value in (("ansible_host", address), ("ansible_user", host_vars.get("ansible_user"))):
         if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.:@%-]+", value)):
             raise InputError(f"{source}: rack {rack}: host {host}: {key} {value!r} is not a valid host or user name")
+    slurm_node = host_vars.get("opsctl_slurm_node", host)
+    if not isinstance(slurm_node, str) or not NAME_PATTERN.fullmatch(slurm_node):
+        raise InputError(f"{source}: rack {rack}: host {host}: opsctl_slurm_node {slurm_node!r} is not a valid "
+                         "Slurm node name ([A-Za-z0-9_.-]+)")
     return Tray(
         name=tray_name,
         host=host,
@@ -283,4 +321,5 @@ def _build_tray(host, host_vars, model, source, rack):
         key_file=host_vars.get("ansible_ssh_private_key_file"),
         python=str(host_vars.get("opsctl_python", "python3")),
         is_switch=model.is_switch_tray(tray_name),
+        slurm_node=slurm_node,
     )

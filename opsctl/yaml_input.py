@@ -1,7 +1,8 @@
 """Reading the YAML (or JSON) files users write, so that every mistake is one clear line.
 
 PyYAML keeps the last of two equal keys without a word; an inventory with a tray listed twice
-must be refused instead, so this loader rejects duplicate keys and names the line.
+must be refused instead, so this loader rejects duplicate keys and names the line. Both YAML and
+JSON documents are refused when nested deeper than any opsctl format goes (input_checks).
 """
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from opsctl.errors import InputError
+from opsctl.input_checks import check_depth
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -40,13 +42,15 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 def parse_yaml(text, source):
     """Parse YAML text; any syntax or duplicate-key error becomes an InputError naming `source`."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return check_depth(yaml.load(text, Loader=_StrictLoader), source)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         if text.lstrip()[:1] in ("{", "["):  # meant as JSON: say what JSON's parser says
             try:
                 json.loads(text)
             except json.JSONDecodeError as json_error:
                 raise InputError(f"{source}: line {json_error.lineno} not valid JSON: {json_error.msg}") from None
+            except (RecursionError, ValueError):
+                pass  # YAML's own message below
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         at = f" line {mark.line + 1}" if mark is not None else ""
@@ -55,10 +59,32 @@ def parse_yaml(text, source):
         raise InputError(f"{source}: nested too deeply to read") from None
 
 
-def load_yaml_file(path):
-    """Read and parse a YAML or JSON file; a missing or unreadable file is an InputError."""
+def parse_json(text, source):
+    """Parse JSON text; a syntax error, a number too long to read (Python's 4,300-digit limit) or
+    nesting too deep becomes an InputError naming `source` and, where known, the line."""
+    try:
+        return check_depth(json.loads(text), source)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{source}: line {exc.lineno} not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to read") from None
+    except ValueError as exc:  # int('9' * 5000): "Exceeds the limit (4300 digits)…"
+        raise InputError(f"{source}: not valid JSON: {str(exc).splitlines()[0]}") from None
+
+
+# What a file people write (an inventory of a thousand racks, a fault scenario) stays far below;
+# a larger one is refused before PyYAML spends minutes on it. (Documents opsctl writes itself, a
+# rack's 3 MB burn-in summary, are read without it.)
+MAX_WRITTEN_BYTES = 4 * 2**20
+
+
+def load_yaml_file(path, max_bytes=None):
+    """Read and parse a YAML or JSON file; a missing or unreadable file, or one over `max_bytes`,
+    is an InputError."""
     path = Path(path)
     try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise InputError(f"{path}: {path.stat().st_size:,} bytes; at most {max_bytes // 2**20} MiB is read")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None

@@ -82,8 +82,10 @@ def test_the_column_reader_and_the_entry_reader_agree():
 @pytest.mark.parametrize("change, fragment", [
     ({"model": "gb300-nvl144"}, "unknown model 'gb300-nvl144' for rack rack07"),
     ({"rack": "rack 07"}, "rack must be a rack name"),
-    ({"window_seconds": 0}, "window_seconds must be a number of seconds > 0"),
-    ({"window_seconds": "600"}, "window_seconds must be a number of seconds > 0"),
+    ({"window_seconds": 0}, "window_seconds must be a number above 0 and at most 604800, got 0"),
+    ({"window_seconds": "600"}, "window_seconds must be a number, got text '600'"),
+    ({"window_seconds": 604800.5}, "window_seconds must be a number above 0 and at most 604800"),
+    ({"window_seconds": 1e308}, "window_seconds must be a number above 0 and at most 604800"),
     ({"links": {"gpu": "x"}}, "links must be a list"),
     ({"links": [{"gpu": "rack07/ct19/gpu0", "port": 1}]}, "links[0]: rack07/ct19/gpu0 is not a GPU of gb200-nvl72"),
     ({"links": [{"gpu": "rack07/ct01/gpu0", "port": 18}]}, "links[0]: rack07/ct01/gpu0 has no NVLink port 18"),

@@ -51,7 +51,9 @@ def cli(ctx, inventory):
 
 
 def _fail(message, code):
-    click.echo(f"opsctl: {message}", err=True)
+    # One line, whatever the message quotes (a CSV field, a driver's error over several lines).
+    line = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    click.echo(f"opsctl: {line}", err=True)
     return code
 
 

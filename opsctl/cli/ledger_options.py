@@ -5,12 +5,14 @@ burnin, accept, report and triage record what they found unless told --no-ledger
 is a record of every run and triage, and one nobody remembers to feed measures nothing.
 """
 
+import shlex
+
 import click
 
 from opsctl.cli.context import inventory_from
 from opsctl.errors import OpsctlError, InputError
 from opsctl.ledger import DB_ENV, open_ledger
-from opsctl.ledger.database import check_url
+from opsctl.ledger.database import check_url, without_password
 from opsctl.ledger.parts import Parts
 from opsctl.ledger.timestamps import parse_time
 
@@ -43,8 +45,8 @@ class TimeType(click.ParamType):
     def convert(self, value, param, ctx):
         try:
             return parse_time(value, "")
-        except InputError:
-            self.fail(f"not a time: {value!r} (use 2026-11-30 or 2026-11-30T14:05:00Z)", param, ctx)
+        except InputError as error:  # not a time, or a year out of range: the message says which
+            self.fail(str(error).lstrip(": "), param, ctx)
 
 
 TIME = TimeType()
@@ -72,12 +74,23 @@ def record_in_ledger(ctx, record, document, db, later):
             recorded = record(document, ledger, parts=parts_for(ctx))
             where = ledger.url
     except OpsctlError as error:
-        click.echo(f"opsctl: warning: not recorded in the ledger ({error}); record it later with: {later}", err=True)
+        click.echo(f"opsctl: warning: not recorded in the ledger ({error}); record it later with: {later}{db_flag(db)}",
+                   err=True)
         return False
     click.echo(f"recorded in the ledger {where}", err=True)
     for item in recorded:
         click.echo(f"  {recorded_line(item)}", err=True)
     return True
+
+
+def db_flag(db):
+    """' --db URL' for a hint the user pastes, so that it writes to the ledger they named; the
+    password left out (libpq then takes it from PGPASSWORD or ~/.pgpass), never printed."""
+    if not db:
+        return ""
+    bare = without_password(db)
+    flag = f" --db {shlex.quote(bare)}"
+    return flag + (" (the password from PGPASSWORD or ~/.pgpass)" if bare != db else "")
 
 
 # --- saying what was recorded ------------------------------------------------------------------

@@ -5,6 +5,7 @@ read and default alike everywhere."""
 import click
 
 from opsctl.fanout.runner import FanoutOptions
+from opsctl.input_checks import MAX_CONCURRENCY, seconds
 
 DEFAULTS = FanoutOptions()
 
@@ -12,9 +13,9 @@ DEFAULTS = FanoutOptions()
 def reach_options(command):
     """--concurrency, --connect-timeout and --accept-new-host-keys."""
     for option in reversed([
-        click.option("--concurrency", type=click.IntRange(min=1), default=DEFAULTS.concurrency, show_default=True,
+        click.option("--concurrency", type=click.IntRange(min=1, max=MAX_CONCURRENCY), default=DEFAULTS.concurrency, show_default=True,
                      help="Trays working at once."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=DEFAULTS.connect_timeout_s,
+        click.option("--connect-timeout", type=seconds(0.1, min_open=False), default=DEFAULTS.connect_timeout_s,
                      show_default=True, help="Seconds to reach and log in to a tray (ssh)."),
         click.option("--accept-new-host-keys", is_flag=True,
                      help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),

@@ -91,12 +91,26 @@ class SshTransport:
             return _RecordNewKey(self.known_hosts, self._known_hosts_lock)
         return _RefuseUnknownKey(self.known_hosts)
 
+    def _load_known_hosts(self, client):
+        """Load known_hosts; a line paramiko cannot read (a key that is not base64) is bad input
+        naming the file and the line, never a crash, and never skipped into trusting nothing."""
+        try:
+            client.load_host_keys(str(self.known_hosts))
+        except paramiko.hostkeys.InvalidHostKey as error:
+            bad = error.line.strip() if isinstance(getattr(error, "line", None), str) else ""
+            lines = self.known_hosts.read_text(errors="replace").splitlines()
+            number = next((i for i, line in enumerate(lines, 1) if line.strip() == bad), "?")
+            raise InputError(f"{self.known_hosts} line {number}: not a valid host key ({error.exc}); "
+                             "fix or remove that line") from None
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise InputError(f"{self.known_hosts}: cannot read it as a known_hosts file ({error})") from None
+
     def connect(self, tray):
         """An authenticated SSHClient for the tray, or TrayUnreachable saying why not."""
         client = paramiko.SSHClient()
         if self.known_hosts.is_file():
             with self._known_hosts_lock:
-                client.load_host_keys(str(self.known_hosts))
+                self._load_known_hosts(client)
         client.set_missing_host_key_policy(self._policy())
         user = tray.user or getpass.getuser()
         where = f"{user}@{tray.address}:{tray.port}"

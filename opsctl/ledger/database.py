@@ -9,6 +9,7 @@ recorded at once both land, and a transaction that fails half-way leaves nothing
 
 import errno
 import os
+import re
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,13 +34,25 @@ def ledger_url(option=None):
     return option or os.environ.get(DB_ENV) or f"sqlite:///{default_db_path()}"
 
 
-def redacted(url):
-    """The URL without its password, fit to print."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+# libpq takes a password in the URL's userinfo, as a query parameter (…?password=S) and in its
+# keyword form (host=h password=S); a keyword value may be quoted ('a b').
+_PASSWORD_PARAMETER = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)", re.IGNORECASE)
+_USERINFO_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^/?#@:\s\"]*):[^/?#\s\"]*@", re.IGNORECASE)
+
+
+def redacted(url, mask="***"):
+    """The URL with its password, in whichever form it is given, replaced by `mask`: fit to print."""
+    url = _USERINFO_PASSWORD.sub(lambda m: f"{m.group(1)}:{mask}@", url, count=1)
+    return _PASSWORD_PARAMETER.sub(lambda m: m.group(1) + mask, url)
+
+
+def without_password(url):
+    """The URL with no password at all: what a hint may print for the user to paste, the
+    password then coming from PGPASSWORD or ~/.pgpass as libpq reads them."""
+    url = _USERINFO_PASSWORD.sub(lambda m: f"{m.group(1)}@", url, count=1)
+    url = re.sub(r"([?&])password=[^&]*(&|$)", lambda m: m.group(1) if m.group(2) else "", url, flags=re.IGNORECASE)
+    url = re.sub(r"\s*\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S*)", "", url, flags=re.IGNORECASE)
+    return url.rstrip("?&")
 
 
 class Transaction:
@@ -126,9 +139,15 @@ class SqliteDatabase:
     @contextmanager
     def transaction(self, write=False):
         cursor = self._connection.cursor()
-        # IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so two
-        # writers queue instead of one failing when it upgrades a read lock.
-        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            # IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so two
+            # writers queue instead of one failing when it upgrades a read lock.
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.OperationalError as exc:
+            cursor.close()
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise IncompleteError(self._locked_message()) from None
+            raise
         try:
             yield Transaction(cursor, "?")
         except BaseException:
@@ -143,6 +162,45 @@ class SqliteDatabase:
     def close(self):
         self._connection.close()
 
+    def _locked_message(self):
+        holders = ", ".join(lock_holders([self.path, Path(f"{self.path}-shm"), Path(f"{self.path}-wal")])) or "another process"
+        return (f"the ledger {self.path} has been locked by {holders} for over {BUSY_TIMEOUT_MS // 1000} s; "
+                "nothing was written: retry when it is done")
+
+
+def lock_holders(paths):
+    """'pid 4242 (opsctl ledger import …)' for every other process holding a POSIX lock on one of
+    the files (SQLite locks with fcntl); Linux's /proc/locks says who. Empty where it cannot tell."""
+    inodes = set()
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        inodes.add((os.major(stat.st_dev), os.minor(stat.st_dev), stat.st_ino))
+    holders = []
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return holders
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] not in ("POSIX", "OFDLCK") or fields[4] == "-1":
+            continue
+        major, minor, inode = fields[5].split(":")
+        if (int(major, 16), int(minor, 16), int(inode)) in inodes and int(fields[4]) != os.getpid():
+            holders.append(int(fields[4]))
+    return [f"pid {pid} ({_command_line(pid)})" for pid in sorted(set(holders))]
+
+
+def _command_line(pid):
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    text = " ".join(w.decode(errors="replace") for w in words if w)
+    return redacted(text[:120])
+
 
 class PostgresDatabase:
     dialect = "postgresql"
@@ -153,9 +211,10 @@ class PostgresDatabase:
         self.url = url
         try:
             self._connection = psycopg.connect(url, connect_timeout=10)
+        except psycopg.ProgrammingError as exc:  # an option libpq does not take (sslmode=bogus): bad input
+            raise InputError(f"ledger URL {redacted(url)!r}: {_reason(exc)}") from None
         except psycopg.Error as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise IncompleteError(f"cannot reach the ledger database {redacted(url)}: {reason}") from None
+            raise IncompleteError(f"cannot reach the ledger database {redacted(url)}: {_reason(exc)}") from None
 
     def has_ledger(self):
         with self.transaction() as tx:
@@ -193,7 +252,10 @@ def sqlite_path(url):
 def check_url(url):
     """Refuse a ledger URL that can never work (a scheme we do not speak, no file), before any work."""
     scheme = url.split(":", 1)[0].lower() if "://" in url else ""
+    if not scheme and _KEYWORD_FORM.match(url):
+        scheme = "postgresql"  # libpq's keyword form: host=db1 dbname=ledger
     if scheme in ("postgresql", "postgres"):
+        _check_postgres_url(url)
         return scheme
     if scheme == "sqlite":
         path = sqlite_path(url)
@@ -205,6 +267,32 @@ def check_url(url):
     if not url.strip():
         raise InputError("empty ledger URL (sqlite:///FILE, a path, or postgresql://…)")
     return scheme
+
+
+_KEYWORD_FORM = re.compile(r"\s*[a-z_]+\s*=", re.IGNORECASE)
+
+
+def _check_postgres_url(url):
+    """Parse a PostgreSQL URL as libpq does, without connecting: a malformed one is bad input."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    authority = url.split("://", 1)[1].split("/", 1)[0] if "://" in url else ""
+    if authority.count("@") > 1:  # libpq ends the password at the first '@': the rest would be the host, and printed
+        raise InputError(f"ledger URL {redacted(url)!r}: an '@' in the user name or password must be written %40")
+    try:
+        parameters = conninfo_to_dict(url)
+    except ProgrammingError as exc:
+        raise InputError(f"ledger URL {redacted(url)!r} is malformed: {_reason(exc)}") from None
+    port = str(parameters.get("port", "5432"))
+    if not all(p.strip().isascii() and p.strip().isdigit() for p in port.split(",")):
+        raise InputError(f"ledger URL {redacted(url)!r}: port {redacted(port)!r} is not a number")
+
+
+def _reason(exc):
+    """A driver's error as one line, any password it quotes masked."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return redacted(" ".join(lines) if lines else type(exc).__name__)
 
 
 def connect(url=None, *, read_only=False):

@@ -6,6 +6,10 @@ from datetime import datetime, timezone
 from opsctl.errors import InputError
 
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# The years a ledger time may fall in. A GPU rack was handed over, failed or was repaired in
+# neither 0026 nor 9999: a time outside is a typo, refused before it enters the ledger, where
+# it would break every statistic and export after it (and `%Y` writes year 26 as "26").
+FIRST_YEAR, LAST_YEAR = 2000, 2100
 
 
 def utc_now():
@@ -24,7 +28,14 @@ def parse_time(value, what="time"):
             raise InputError(f"{what}: not a time: {text!r} (use 2026-11-30 or 2026-11-30T14:05:00Z)") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).replace(microsecond=0)
+    try:
+        moment = moment.astimezone(timezone.utc).replace(microsecond=0)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        moment = None
+    if moment is None or not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        raise InputError(f"{what}: {value} is not between the years {FIRST_YEAR} and {LAST_YEAR}; a typo? "
+                         "(use 2026-11-30 or 2026-11-30T14:05:00Z)".lstrip(": "))
+    return moment
 
 
 def stored(value, what="time"):

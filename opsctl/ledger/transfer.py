@@ -15,16 +15,20 @@ import csv
 import errno
 import io
 import json
+import math
 import os
+import re
 from pathlib import Path
 
 import yaml
 
 from opsctl.errors import InputError
+from opsctl.input_checks import check_depth, kind_of, shown
 from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
 from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, content_key
 from opsctl.ledger.timestamps import stored, utc_now
 from opsctl.runs.atomic_file import write_bytes_atomic
+from opsctl.yaml_input import parse_json
 
 FORMAT = "opsctl-ledger/1"
 KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep"}
@@ -128,9 +132,11 @@ def _json_line(text, table, index):
 def _json_records(path):
     text = _read_text(path)
     try:
-        document = json.loads(text)
+        document = check_depth(json.loads(text), path)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} line {exc.lineno}: not valid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError):  # nested 100,000 deep, a 5,000-digit number
+        document = parse_json(text, path)  # raises, saying which in one line
     if not isinstance(document, dict):
         raise InputError(f"{path}: expected a JSON object with the tables {', '.join(TABLES)}")
     if document.get("format", FORMAT) != FORMAT:
@@ -158,16 +164,23 @@ def _csv_records(path, table):
     if table not in TABLES:
         raise InputError(f"{path}: which table? name the file after one ({', '.join(f'{t}.csv' for t in TABLES)}) or say --table")
     text = _read_text(path)
-    reader = csv.DictReader(text.splitlines(keepends=True))
-    header = reader.fieldnames or []
-    unknown = [c for c in header if c not in TABLES[table]]
-    if unknown:
-        raise InputError(f"{path} line 1: unknown column(s) {', '.join(unknown)} (a {table} file has: {', '.join(TABLES[table])})")
-    for row in reader:
-        line = reader.line_num
-        if None in row:
-            raise InputError(f"{path} line {line}: more cells than the header has columns")
-        yield table, {c: v for c, v in row.items() if v not in ("", None)}, lambda n=line: f"{path} line {n}"
+    # strict: a quote left open is an error on its line, not a field that swallows the file.
+    reader = csv.DictReader(text.splitlines(keepends=True), strict=True)
+    try:
+        header = reader.fieldnames or []
+        unknown = [c for c in header if c not in TABLES[table]]
+        if unknown:
+            raise InputError(f"{path} line 1: unknown column(s) {', '.join(c[:60] for c in unknown)} "
+                             f"(a {table} file has: {', '.join(TABLES[table])})")
+        for row in reader:
+            line = reader.line_num
+            if None in row:
+                raise InputError(f"{path} line {line}: more cells than the header has columns")
+            yield table, {c: v for c, v in row.items() if v not in ("", None)}, lambda n=line: f"{path} line {n}"
+    except csv.Error as exc:  # a field over csv.field_size_limit() (131,072 characters), an open quote, a NUL
+        line = reader.line_num + 1  # line_num counts the lines of the records read whole: the bad one starts next
+        why = "a quote opened on this line is never closed" if "end of data" in str(exc) else str(exc)
+        raise InputError(f"{path} line {line}: not valid CSV: {why}") from None
 
 
 def read_files(paths, table=None):
@@ -193,8 +206,9 @@ def _field_value(column, value):
     if column in TIME_COLUMNS:
         return stored(value, "")
     if column in INT_COLUMNS:
-        if isinstance(value, bool) or not str(value).strip().isdigit():
-            raise InputError(f"not a whole number: {value!r}")
+        # ASCII digits only ('²'.isdigit() is true), and few enough for a count of GPUs
+        if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,9}", str(value).strip()):
+            raise InputError(f"not a whole number: {shown(value)} (0 to 999,999,999)")
         return int(value)
     if column == "healthy":
         words = {"true": 1, "1": 1, "yes": 1, "false": 0, "0": 0, "no": 0}
@@ -206,12 +220,16 @@ def _field_value(column, value):
             if column == "rma_ids" and not value.lstrip().startswith("["):
                 return [v.strip() for v in value.split(";") if v.strip()]
             try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise InputError(f"not a JSON list: {value!r}") from None
+                value = parse_json(value, "")
+            except InputError:
+                raise InputError(f"not a JSON list: {shown(value)}") from None
         if not isinstance(value, list):
-            raise InputError(f"not a list: {value!r}")
+            raise InputError(f"not a list: {shown(value)}")
         return value
+    if isinstance(value, (list, dict)):  # a name, an action, a note: text, never a list or a mapping
+        raise InputError(f"must be text, got {kind_of(value)} {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"must be text, got {value!r}")
     return str(value)
 
 

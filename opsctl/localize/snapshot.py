@@ -15,6 +15,9 @@ observed. Beyond CONTRACT's fields opsctl reads, when present:
 - `failed_checks` on a GPU: `[{"check": "memory.remapped_rows", "value": …, "reason": …}]`, the
   rulebook's checks the GPU failed on its own account (the tray judged them): evidence against
   that GPU, and what decides its repair (opsctl/localize/gpu_faults.py);
+- `failed_checks` on a link (either end's entry) or a tray: what it failed on its own
+  measurement beside the counters — a link's traffic, the NVLink domain bisection's slow tray
+  (opsctl/localize/measured.py);
 - `trays: [{"tray": "ct05", "status": "unread", "error": "…"}]`: which trays answered. A
   GPU that did not answer while its tray did is a lost GPU; the GPUs and links of a tray that
   did not answer are missing, neither healthy nor faulty.
@@ -23,7 +26,6 @@ Anything malformed is an InputError naming the file, the entry and the field.
 """
 
 import json
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain
@@ -34,12 +36,15 @@ import numpy as np
 from opsctl.errors import InputError
 from opsctl.localize.evidence import COUNTERS
 from opsctl.rack_models import MODELS, NAME_PATTERN
-from opsctl.yaml_input import load_yaml_file
+from opsctl.input_checks import MAX_SECONDS, check_depth, counter, number, shown
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml
 
 SNAPSHOT_FORMAT = "opsctl-snapshot/1"
 SIDES = ("gpu", "switch")
 TRAY_ANSWERED = ("complete", "incomplete", "failed")  # the tray ran its probe and answered
 TRAY_UNREAD = "unread"  # unreachable, or its probe crashed or timed out: the error says which
+MAX_XID = 2**32 - 1  # far above any code NVIDIA's XID catalog lists; bounds what a file can ask
+MAX_UNIX_TIME = 253402300799  # 9999-12-31T23:59:59Z, the last moment an ISO 8601 time can say
 
 
 @dataclass
@@ -90,15 +95,25 @@ def _load(path):
     # JSON is the format; a large fleet file parses an order of magnitude faster with json.
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            text = f.read()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, not a file") from None
-    except json.JSONDecodeError:
-        return load_yaml_file(path)  # YAML is accepted too; its errors name the line
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
+    try:
+        return check_depth(json.loads(text, parse_constant=_not_a_number), path)
+    except json.JSONDecodeError:
+        if len(text) > MAX_WRITTEN_BYTES:  # too large for PyYAML to read in time: JSON's error says where
+            return parse_json(text, path)
+        return parse_yaml(text, path)  # YAML is accepted too; its errors name the line
+    except (RecursionError, ValueError):  # nested 100,000 deep, a 5,000-digit number, NaN
+        return parse_json(text, path)  # says which, in one line
+
+
+def _not_a_number(constant):
+    raise ValueError(f"{constant} is not a number JSON allows")
 
 
 def snapshot_header(document, source):
@@ -107,7 +122,7 @@ def snapshot_header(document, source):
     if not isinstance(rack, str) or not NAME_PATTERN.fullmatch(rack):
         raise InputError(f"{source}: rack must be a rack name ([A-Za-z0-9_.-]+), got {rack!r}")
     model = document.get("model")
-    if model not in MODELS:
+    if not isinstance(model, str) or model not in MODELS:
         raise InputError(f"{source}: unknown model {model!r} for rack {rack} (known: {', '.join(sorted(MODELS))})")
     return rack, MODELS[model]
 
@@ -115,9 +130,8 @@ def snapshot_header(document, source):
 def parse_snapshot(document, source, index):
     """Check a snapshot document against its model's PartIndex; a RackObservation."""
     rack, model = snapshot_header(document, source)
-    window = document.get("window_seconds")
-    if isinstance(window, bool) or not isinstance(window, (int, float)) or not math.isfinite(window) or window <= 0:
-        raise InputError(f"{source}: window_seconds must be a number of seconds > 0, got {window!r}")
+    # As long as `opsctl snapshot --window` may ask: rates over a longer window are no evidence.
+    window = number(document.get("window_seconds"), f"{source}: window_seconds", 0, MAX_SECONDS, min_open=True)
     links = document.get("links")
     gpus = document.get("gpus")
     if not isinstance(links, list):
@@ -125,7 +139,10 @@ def parse_snapshot(document, source, index):
     if gpus is not None and not isinstance(gpus, list):
         raise InputError(f"{source}: gpus must be a list, got {type(gpus).__name__}")
     prefix = rack + "/"
-    sides = _read_links_fast(links, prefix, index)
+    try:
+        sides = _read_links_fast(links, prefix, index)
+    except (TypeError, OverflowError):  # a list where a name belongs, an integer like 10**400
+        sides = None
     if sides is None:  # something is off: the entry-by-entry reader finds it and says what
         sides = {side: SideReadings.empty(index.links) for side in SIDES}
         for i, entry in enumerate(links):
@@ -232,7 +249,7 @@ def _columns(entries, positions, index):
     if not set(map(type, chain.from_iterable(rows))) <= {int, float}:  # anything else: the entry reader says what
         return None
     counts = np.array(rows, dtype=float)
-    if np.any(counts < 0) or np.any(np.isinf(counts)):
+    if np.any(counts < 0) or np.any(counts >= 2.0**64) or np.any(np.isinf(counts)):
         return None
     readings.counts[positions] = counts
     if any("effective_ber" in entry for entry in entries):
@@ -268,9 +285,7 @@ def _read_link(entry, where, prefix, index, sides):
         value = entry.get(name)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise InputError(f"{where}: {name} must be a count ≥ 0 (a delta over the window), got {value!r}")
-        readings.counts[link, column] = value
+        readings.counts[link, column] = counter(value, f"{where}: {name}")
     state = entry.get("state")
     if state is not None:
         if state not in ("up", "down"):
@@ -305,7 +320,7 @@ def _read_gpu(entry, where, prefix, index, observation):
         if isinstance(xid, dict):
             at = _time(xid.get("time"), f"{where}: xids[{j}].time")
             xid = xid.get("xid")
-        if isinstance(xid, bool) or not isinstance(xid, int) or xid < 0:
+        if isinstance(xid, bool) or not isinstance(xid, int) or not 0 <= xid <= MAX_XID:
             raise InputError(f"{where}: xids[{j}] must be an XID number or {{xid, time}}, got {xid!r}")
         events.append((xid, at))
     if events:
@@ -320,7 +335,7 @@ def _read_gpu(entry, where, prefix, index, observation):
 def _time(value, where):
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= MAX_UNIX_TIME:
         return float(value)
     if isinstance(value, str):
         try:

@@ -6,10 +6,26 @@ as open() creates a file — mode 0666 less the umask — not 0600 as tempfile.m
 a run's reports are for the vendor and CI to read, and the rename keeps the mode.
 """
 
+import errno
 import json
 import os
 import secrets
 from pathlib import Path
+
+from opsctl.errors import IncompleteError
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(IncompleteError):
+    """No space (or quota) left where opsctl writes: the work is incomplete, exit 3."""
+
+
+def raise_if_disk_full(error, path):
+    """Turn ENOSPC or EDQUOT while writing `path` into one line that names the folder that is full."""
+    if getattr(error, "errno", None) in _DISK_FULL:
+        raise DiskFullError(f"{Path(path).parent}: no space left ({os.strerror(error.errno)}) writing {Path(path).name}; "
+                            "free some space and run again") from None
 
 
 def write_bytes_atomic(path, data, make_folders=True):
@@ -25,8 +41,9 @@ def write_bytes_atomic(path, data, make_folders=True):
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         temporary.unlink(missing_ok=True)
+        raise_if_disk_full(error, path)
         raise
     _sync_folder(path.parent)
 

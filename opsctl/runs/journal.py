@@ -2,7 +2,7 @@
 run judged), appended and flushed to disk as it happens.
 
 A run killed at any moment leaves every line it finished writing; a line cut short by the
-kill is skipped on reading. `--resume` reads it to learn which trays have a result.
+kill is skipped on reading, and the next event written starts on a line of its own. `--resume` reads it to learn which trays have a result.
 """
 
 import json
@@ -10,6 +10,8 @@ import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
+
+from opsctl.runs.atomic_file import raise_if_disk_full
 
 
 def utc_now():
@@ -24,9 +26,12 @@ class Journal:
     def record(self, event, **fields):
         line = json.dumps({"time": utc_now(), "event": event, **fields}, default=str) + "\n"
         with self._lock:
-            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(descriptor, line.encode())
+                size = os.fstat(descriptor).st_size
+                if size and os.pread(descriptor, 1, size - 1) != b"\n":
+                    line = "\n" + line  # end the line a crash cut short, or it would swallow this one
+                _write_all(descriptor, line.encode(), self.path)
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)
@@ -51,3 +56,14 @@ class Journal:
             if entry.get("event") == "tray_finished" and isinstance(entry.get("tray"), str):
                 outcomes[entry["tray"]] = entry
         return outcomes
+
+
+def _write_all(descriptor, data, path):
+    """os.write until all of `data` is written (a write may be short); a full disk says which folder."""
+    while data:
+        try:
+            written = os.write(descriptor, data)
+        except OSError as error:
+            raise_if_disk_full(error, path)
+            raise
+        data = data[written:]

@@ -11,6 +11,7 @@ from opsctl.cli.context import inventory_from, inventory_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.fleet.trays import chosen_racks, tray_table
+from opsctl.input_checks import seconds
 
 racks_option = click.option("--racks", default="all", show_default=True,
                             help="Comma-separated racks of the inventory, or all.")
@@ -47,9 +48,9 @@ def trays(ctx, racks, as_json):
 @racks_option
 @click.option("--kind", type=click.Choice(["burnin", "accept"]), default="burnin", show_default=True,
               help="Judge as `opsctl burnin` or as `opsctl accept`.")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True),
+@click.option("--duration", type=seconds(),
               help="Seconds of load on each tray (default: burnin's 20, or the acceptance criteria's).")
-@click.option("--run-timeout", type=click.FloatRange(min=1),
+@click.option("--run-timeout", type=seconds(1, min_open=False),
               help="Seconds before a tray's probe is given up as incomplete (default: as burnin and accept).")
 @click.option("--criteria", "criteria_file", type=click.Path(dir_okay=False),
               help="Acceptance criteria YAML, with --kind accept (default: opsctl's).")

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from opsctl.backend import sim_spec_for
+from opsctl.cli.commands.snapshot import write_atomically
 from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
@@ -81,6 +82,6 @@ def spec(ctx, rack, output):
     _, compiled = _sim_rack(ctx, rack)
     text = json.dumps(compiled.to_dict())
     if output:
-        Path(output).write_text(text)
+        write_atomically(output, compiled.to_dict())  # /proc/x, a missing folder: one line, exit 2
     else:
         click.echo(text)

@@ -13,6 +13,7 @@ from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_INCOMPLETE, EXIT_OK, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
+from opsctl.input_checks import MAX_CONCURRENCY, seconds
 from opsctl.localize.snapshot import TRAY_UNREAD, assemble_snapshot
 from opsctl.runs.atomic_file import write_bytes_atomic
 
@@ -23,10 +24,10 @@ RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the window: start-up, two NVML readings, 
 def fanout_options(command):
     """How the trays are reached: shared by `opsctl snapshot` and `opsctl triage`."""
     for option in reversed([
-        click.option("--window", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WINDOW_S, show_default=True,
+        click.option("--window", type=seconds(), default=DEFAULT_WINDOW_S, show_default=True,
                      help="Seconds between the two readings of every counter."),
-        click.option("--concurrency", type=click.IntRange(min=1), default=32, show_default=True, help="Trays read at once."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+        click.option("--concurrency", type=click.IntRange(min=1, max=MAX_CONCURRENCY), default=32, show_default=True, help="Trays read at once."),
+        click.option("--connect-timeout", type=seconds(0.1, min_open=False), default=10.0, show_default=True,
                      help="Seconds to reach and log in to a tray (ssh)."),
         click.option("--accept-new-host-keys", is_flag=True,
                      help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),

@@ -1,0 +1,130 @@
+"""The checks every input shares — the flags an operator types and the files opsctl reads — so
+that a typo or a hostile file is refused in one line naming the bound, never a crash, a hang or
+a runaway.
+
+- numbers: finite and in range (NaN and infinity are never a time, a rate or a count);
+  integers no larger than their field can hold;
+- names: text where a name is expected, never a list or a mapping;
+- nesting: no deeper than any opsctl format goes, so no parser or walker recurses without end;
+- click parameter types for every number a command line takes: the same rules on flags.
+
+Each refusal is an InputError (exit 2) that the CLI prints as one line.
+"""
+
+import math
+
+import click
+
+from opsctl.errors import InputError
+
+# No opsctl input nests more than a few levels (a scenario's fault in its list in its file is 3);
+# 64 leaves room for any honest file and stops a 100,000-deep one before anything recurses.
+MAX_DEPTH = 64
+# NVML's counters are unsigned 64-bit (nvmlFieldValue_t's ullVal, nvmlDeviceGetNvLinkErrorCounter's
+# unsigned long long): no delta of one is larger.
+MAX_COUNTER = 2**64 - 1
+# Longest time a flag may ask for: a week of burn-in, a window, a timeout, an interval. Longer
+# is a typo (an extra digit), and 1e308 or inf must never become a deadline.
+MAX_SECONDS = 7 * 86400.0
+# Trays worked on at once: a thread and a connection each; more than this is a typo.
+MAX_CONCURRENCY = 4096
+_SHOWN = 60  # characters of a refused value quoted back in the message
+
+
+def shown(value):
+    """A refused value as the message quotes it: repr, cut short (a 10 MB string stays one line)."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}… ({len(text):,} characters)"
+
+
+def kind_of(value):
+    return {dict: "a mapping", list: "a list", str: "text", bool: "true/false", type(None): "nothing"}.get(
+        type(value), f"a {type(value).__name__}")
+
+
+# --- numbers ---------------------------------------------------------------------------------
+def _range_text(minimum, maximum, min_open, max_open):
+    """'above 0 and at most 604800' — the range in words, as a message says it."""
+    low = None if minimum is None else f"{'above' if min_open else 'at least'} {minimum:g}"
+    high = None if maximum is None else f"{'below' if max_open else 'at most'} {maximum:g}"
+    return " and ".join(part for part in (low, high) if part)
+
+
+def number(value, where, minimum=None, maximum=None, *, integer=False, min_open=False, max_open=False):
+    """`value` if it is a finite number (a whole one if `integer`) in the range; else InputError
+    saying the range. Booleans are not numbers (YAML's `yes`)."""
+    kind = "a whole number" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise InputError(f"{where} must be {kind}, got {kind_of(value)} {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where} must be a finite number, got {value!r}")
+    below = minimum is not None and (value <= minimum if min_open else value < minimum)
+    above = maximum is not None and (value >= maximum if max_open else value > maximum)
+    if below or above:
+        raise InputError(f"{where} must be {kind} {_range_text(minimum, maximum, min_open, max_open)}, "
+                         f"got {shown(value)}")
+    return value
+
+
+def counter(value, where):
+    """A count of events (a counter's delta): a finite number in [0, 2**64 − 1]."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= MAX_COUNTER
+    if not ok:  # NaN fails the comparison too
+        raise InputError(f"{where} must be a count ≥ 0 and at most 2^64 − 1 (NVML's counters are 64-bit), "
+                         f"got {kind_of(value)} {shown(value)}")
+    return value
+
+
+# --- names -----------------------------------------------------------------------------------
+def name(value, where, what="a name"):
+    """Text where a name is expected: a list or a mapping (`opsctl_model: [x]`) is refused."""
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{where} must be {what} (text), got {kind_of(value)} {shown(value)}")
+    return value
+
+
+def one_of(value, choices, where):
+    """`value` if it is one of `choices` (names); a list, a mapping or anything else says the choices."""
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(f"{where} must be one of {', '.join(sorted(choices))}, got {kind_of(value)} {shown(value)}")
+    return value
+
+
+# --- nesting ---------------------------------------------------------------------------------
+def check_depth(document, source, limit=MAX_DEPTH):
+    """Refuse a document nested deeper than `limit`. Walks without recursion, and each list or
+    mapping once: a YAML alias repeated a billion times is one object, walked once."""
+    seen = set()
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, (dict, list)) or id(value) in seen:
+            continue
+        if depth > limit:
+            raise InputError(f"{source}: nested deeper than {limit} levels; no opsctl file goes beyond a few")
+        seen.add(id(value))
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return document
+
+
+# --- flags -----------------------------------------------------------------------------------
+class FiniteFloat(click.FloatRange):
+    """click.FloatRange that also refuses NaN and infinity (which pass its comparisons) and has
+    an upper bound by default: a week, for the flags that are seconds."""
+
+    def __init__(self, min=None, max=MAX_SECONDS, min_open=False, max_open=False):
+        super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        if isinstance(value, str) and value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def seconds(minimum=0.0, min_open=True, maximum=MAX_SECONDS):
+    """A flag that is a duration in seconds: finite, above `minimum`, at most a week."""
+    return FiniteFloat(min=minimum, max=maximum, min_open=min_open)
+
