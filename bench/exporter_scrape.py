@@ -171,7 +171,7 @@ def main():
     print(f"opsctl exporter --rack rack07: {series} series, {ours[('reads idle', 'text')][2] / 1e6:.2f} MB a scrape "
           f"(text 0.0.4); {args.scrapes} scrapes each; exporter RSS {rss:.0f} MiB (peak {peak:.0f} MiB)")
     print(f"{'scrape':72} {'median':>9} {'p99':>9}   vs plain gauges (median, p99)")
-    formats = {"text": "text 0.0.4, uncompressed", "prometheus": "as Prometheus asks (OpenMetrics, gzip)"}
+    formats = {"text": "text 0.0.4, uncompressed", "prometheus": "as Prometheus asks (Accept prefers OpenMetrics; gzip)"}
     for (reads, kind), mine in ours.items():
         theirs = plain[kind]
         print(f"{'opsctl exporter, ' + reads + ', ' + formats[kind]:72} {mine[0] * 1000:7.0f} ms {mine[1] * 1000:7.0f} ms   "

@@ -27,16 +27,10 @@ def with_runbook_base(text, base):
     return _RUNBOOK_URL.sub(lambda m: m.group(1) + json.dumps(prefix + m.group(2)), text)
 
 
-def write_rule_files(directory, base=None):
-    """Write every rule file into `directory` with runbook links under `base`; the paths written."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for source in rule_files():
-        target = directory / source.name
-        target.write_text(with_runbook_base(source.read_text(encoding="utf-8"), base), encoding="utf-8")
-        written.append(target)
-    return written
+def rule_file_texts(base=None):
+    """[(file name, text)] of every rule file with runbook links under `base` (opsctl writes them,
+    each atomically: an existing file is replaced whole or not at all)."""
+    return [(source.name, with_runbook_base(source.read_text(encoding="utf-8"), base)) for source in rule_files()]
 
 
 def runbook_file(url):

@@ -1,19 +1,162 @@
 """The running exporter: tray pollers, the burn-in results and an HTTP server for /metrics.
 
-prometheus_client's server answers each scrape on its own thread; scrapes only read the
-pollers' latest readings (swapped in whole by the reader threads), so parallel scrapes are safe.
+A scrape renders nothing itself. The text of the latest readings is rendered once and its bytes
+shared by every scrape until a poller publishes a new reading (or the render is `max_render_age_s`
+old, so reading ages and staleness move on): two hundred scrapes at once cost one render, not
+two hundred. One render runs at a time; scrapes that arrive during it wait for it and send its
+bytes. The server holds at most `max_connections` connections (one more is answered 503 at once,
+without a thread), closes any connection whose client has not sent its whole request
+`request_timeout_s` after it was accepted, however slowly it sends, and gives up a write that
+waits that long on a client that does not read — Prometheus's own default scrape timeout is 10 s.
 """
 
+import gzip
+import socket
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from exporters.burnin_results import BurninResults
 from exporters.metrics import RackCollector
 
+MAX_CONNECTIONS = 16
+# Prometheus's default scrape_timeout (prometheus.io, Configuration: scrape_config): a scrape
+# that has not finished by then is abandoned by Prometheus anyway.
+REQUEST_TIMEOUT_S = 10.0
+MAX_RENDER_AGE_S = 1.0
+BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+
+
+class RenderCache:
+    """The latest /metrics text, rendered once per new reading and shared by concurrent scrapes."""
+
+    def __init__(self, registry, version, max_age_s=MAX_RENDER_AGE_S, clock=time.monotonic):
+        self.registry = registry
+        self.version = version  # () -> a value that changes whenever a poller publishes a reading
+        self.max_age_s = max_age_s
+        self.clock = clock
+        self.renders = 0  # how many times the text was rendered (benchmarks and tests read it)
+        self._lock = threading.Lock()
+        self._key = None
+        self._rendered_at = None
+        self._body = b""
+        self._gzipped = None
+
+    def _fresh(self, version):
+        return self._key == version and self._rendered_at is not None and \
+            self.clock() - self._rendered_at < self.max_age_s
+
+    def body(self, gzipped=False):
+        with self._lock:  # one render at a time; who waited for it gets its bytes
+            version = self.version()
+            if not self._fresh(version):
+                self._body = generate_latest(self.registry)
+                self._gzipped = None
+                self._key, self._rendered_at = version, self.clock()
+                self.renders += 1
+            if not gzipped:
+                return self._body
+            if self._gzipped is None:
+                self._gzipped = gzip.compress(self._body, compresslevel=6)
+            return self._gzipped
+
+
+class _MetricsHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # one request a connection: a connection's time is its request's
+
+    def parse_request(self):
+        parsed = super().parse_request()
+        self.server.request_received(self.connection)  # the client sent its request in time; the answer is ours
+        return parsed
+
+    def do_GET(self):
+        if self.path.split("?")[0] not in ("/", "/metrics"):
+            self.send_error(404, "only /metrics is served here")
+            return
+        gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+        body = self.server.cache.body(gzipped)
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+        self.send_header("Content-Length", str(len(body)))
+        if gzipped:
+            self.send_header("Content-Encoding", "gzip")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):  # scrapes are not worth a line each on stderr
+        pass
+
+
+class BoundedMetricsServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with a cap on connections and on each connection's lifetime."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, address, cache, max_connections=MAX_CONNECTIONS, request_timeout_s=REQUEST_TIMEOUT_S):
+        self.address_family = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM)[0][0]
+        self.cache = cache
+        self.request_timeout_s = request_timeout_s
+        self.max_connections = max_connections
+        self._open = {}  # socket -> the monotonic time its request must have arrived by (None once it has)
+        self._open_lock = threading.Lock()
+        self.refused = 0  # connections answered 503 because max_connections were open
+        super().__init__(address, _MetricsHandler)
+        self._reaper = threading.Thread(target=self._reap, name="exporter-reaper", daemon=True)
+        self._reaper.start()
+
+    def process_request(self, request, client_address):
+        with self._open_lock:
+            full = len(self._open) >= self.max_connections
+            if not full:
+                self._open[request] = time.monotonic() + self.request_timeout_s
+        if full:
+            self.refused += 1
+            try:
+                request.settimeout(0.5)
+                request.sendall(BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        request.settimeout(self.request_timeout_s)  # no single read or write waits longer than the whole
+        super().process_request(request, client_address)
+
+    def request_received(self, request):
+        with self._open_lock:
+            if request in self._open:
+                self._open[request] = None
+
+    def shutdown_request(self, request):
+        with self._open_lock:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+    def _reap(self):
+        """Close connections whose request is late: a client that sends a byte now and then stops here."""
+        while True:
+            time.sleep(min(1.0, self.request_timeout_s / 4))
+            now = time.monotonic()
+            with self._open_lock:
+                overdue = [s for s, deadline in self._open.items() if deadline is not None and deadline <= now]
+            for sock in overdue:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the handler's read or write; it then closes
+                except OSError:
+                    pass
+
+    @property
+    def open_connections(self):
+        with self._open_lock:
+            return len(self._open)
+
 
 class Exporter:
-    def __init__(self, pollers, listen="0.0.0.0", port=9400, burnin_path=None, refresh_s=10.0):
+    def __init__(self, pollers, listen="0.0.0.0", port=9400, burnin_path=None, refresh_s=10.0,
+                 max_connections=MAX_CONNECTIONS, request_timeout_s=REQUEST_TIMEOUT_S):
         self.pollers = list(pollers)
         self.listen = listen
         self.requested_port = port
@@ -21,13 +164,22 @@ class Exporter:
         self.refresh_s = refresh_s
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(RackCollector(self.pollers, self.burnin))
+        self.cache = RenderCache(self.registry, self._version)
+        self.max_connections = max_connections
+        self.request_timeout_s = request_timeout_s
         self._server = None
         self._stop = threading.Event()
+
+    def _version(self):
+        """Changes whenever a poller publishes a reading or the burn-in results change."""
+        return (tuple(poller.generation for poller in self.pollers), self.burnin.version)
 
     def start(self):
         """Start reading and serving; OSError when the address cannot be bound."""
         self.burnin.refresh()
-        self._server, _ = start_http_server(self.requested_port, addr=self.listen, registry=self.registry)
+        self._server = BoundedMetricsServer((self.listen, self.requested_port), self.cache, self.max_connections,
+                                            self.request_timeout_s)
+        threading.Thread(target=self._server.serve_forever, name="exporter-http", daemon=True).start()
         for poller in self.pollers:
             poller.start()
         threading.Thread(target=self._refresh_burnin, name="burnin-results", daemon=True).start()
@@ -36,6 +188,10 @@ class Exporter:
     @property
     def port(self):
         return self._server.server_port
+
+    @property
+    def server(self):
+        return self._server
 
     def _refresh_burnin(self):
         while not self._stop.wait(self.refresh_s):

@@ -9,10 +9,15 @@ GPU's thread alone (at most one stuck thread per GPU), the other GPUs keep repor
 a scrape only renders the latest readings, whose age it publishes. A GPU whose reading is
 older than `stale_after` shows as `stale` and not up.
 
+Each read also runs under the reader's deadline (probes.gpu_deadline): a GPU whose driver hangs
+comes back, at the deadline, as a hung reading shown stale (its later reads are refused at once
+while the call is stuck), and its XID watch is registered for the other GPUs all the same.
+
 A tray that cannot be opened (NVML not initialised yet, driver gone) shows as down with the
 reason, and is retried every interval.
 """
 
+import itertools
 import logging
 import threading
 import time
@@ -84,6 +89,8 @@ class TrayPoller:
         self._slots = []
         self._stop = threading.Event()
         self._threads = []
+        self._published = itertools.count(1)
+        self.generation = 0  # moves on whenever something a scrape shows was published (exporters.server renders then)
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self):
@@ -108,6 +115,7 @@ class TrayPoller:
                 break
             except self.nvml.NVMLError as error:
                 self.down_reason = f"cannot open NVML: {error}"
+                self.generation = next(self._published)
                 log.warning("%s/%s: %s; retrying every %s s", self.rack, self.tray, self.down_reason, self.interval_s)
                 self._stop.wait(self.interval_s)
         for slot in self._slots:
@@ -116,11 +124,12 @@ class TrayPoller:
     def _open(self):
         self.nvml.nvmlInit()
         reader = NvmlReader(self.nvml)
-        xids = XidCounts(self.nvml, reader.handles, known_codes=XIDS).start()
+        xids = XidCounts(self.nvml, reader.handles, known_codes=XIDS, workers=reader.workers).start()
         self._driver_version = reader.system().get("driver_version")
         self._slots = [_GpuSlot(i) for i in range(reader.count)]
         self._reader, self._xids = reader, xids
         self.down_reason = None
+        self.generation = next(self._published)
 
     def _read_forever(self, slot):
         while not self._stop.is_set():
@@ -139,6 +148,7 @@ class TrayPoller:
                 slot.collect_errors += 1
                 self._log_once(slot, f"read failed: {type(error).__name__}: {error}")
             slot.read_started = None
+            self.generation = next(self._published)
             self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
 
     def _log_once(self, slot, message):
@@ -173,6 +183,8 @@ class TrayPoller:
             status = "stale"  # the reader thread is stuck in a call
         elif reading.lost:
             status = "lost"
+        elif reading.hung:
+            status = "stale"  # its NVML calls did not return within the reader's deadline
         else:
             status = "ok"
         return GpuSample(index=slot.index, status=status, reading=reading, identity=slot.identity,

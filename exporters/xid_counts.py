@@ -12,8 +12,8 @@ from probes.nvml_reader import XidWatcher
 
 
 class XidCounts:
-    def __init__(self, nvml, handles, known_codes=(), poll_ms=200):
-        self._watcher = XidWatcher(nvml, handles, poll_ms=poll_ms)
+    def __init__(self, nvml, handles, known_codes=(), poll_ms=200, workers=None):
+        self._watcher = XidWatcher(nvml, handles, poll_ms=poll_ms, workers=workers)
         self._lock = threading.Lock()
         # (gpu index, xid) -> [count, last seen unix time or None]
         self._counts = {(gpu, code): [0, None] for gpu in range(len(handles)) for code in known_codes}

@@ -44,7 +44,12 @@ def link_window(before, after, window_s):
     reports it at the end of the window (None where the GPU does not report BER)."""
     deltas = counter_deltas(before.counters, after.counters)
     state = "down" if "down" in (before.state, after.state) else after.state
+    # A counter that went backwards (wrapped, or reset with the GPU) has no delta: not zero errors.
+    went_back = sorted(name for name in after.counters.keys() & before.counters.keys()
+                       if before.counters[name] is not None and after.counters[name] is not None
+                       and after.counters[name] < before.counters[name])
     return {
+        "went_back": went_back,
         "port": after.port,
         "side": "gpu",
         "state": state,

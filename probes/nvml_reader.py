@@ -3,7 +3,9 @@ clocks, power, temperature, throttling and fabric health, and the XIDs of a wind
 
 `nvml` is the `pynvml` module on a real tray, or `probes.sim.SimNvml` in simulation: this code
 cannot tell them apart. Every call may fail on its own (not supported on this GPU, GPU lost,
-driver error); the reading records what failed and why and goes on with the rest.
+driver error); the reading records what failed and why and goes on with the rest. Each GPU is
+read on its own worker thread under a deadline (probes.gpu_deadline): a GPU whose driver calls
+hang comes back as a reading marked `hung`, with the reason, and the other GPUs are read as usual.
 """
 
 import ctypes
@@ -11,6 +13,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 
+from probes.gpu_deadline import NVML_DEADLINE_S, GpuHung, GpuWorkers
 from probes.nvlink_ber import decode_ber
 
 CLOCK_EVENT_REASONS = {
@@ -52,6 +55,9 @@ LINK_GAUGE_FIELDS = {
     "symbol_ber": "NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER",
 }
 FEC_HISTORY_BINS = 16
+# The NVLink-C2C link of a GPU to its CPU (GB200: the Grace CPU); nvml.h NVML_FI_DEV_C2C_*.
+C2C_ERROR_FIELDS = {"intr_errors": "NVML_FI_DEV_C2C_LINK_ERROR_INTR", "replay_errors": "NVML_FI_DEV_C2C_LINK_ERROR_REPLAY",
+                    "replay_b2b_errors": "NVML_FI_DEV_C2C_LINK_ERROR_REPLAY_B2B"}
 # Bytes each link carried: the NVLink 5 byte counters, else the older throughput counters (KiB).
 LINK_TRAFFIC_FIELDS = {
     "tx_bytes": (("NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES", 1), ("NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", 1024)),
@@ -82,6 +88,7 @@ class GpuReading:
     index: int
     time: float
     lost: bool = False
+    hung: bool = False  # an NVML call on it did not return within the reader's deadline (errors["deadline"] says which)
     uuid: str | None = None
     name: str | None = None
     serial: str | None = None
@@ -92,8 +99,12 @@ class GpuReading:
     inforom: str | None = None
     platform: dict | None = None
     temperature_c: float | None = None
+    memory_temperature_c: float | None = None  # the HBM's (NVML_FI_DEV_MEMORY_TEMP)
+    thermal_margin_c: float | None = None  # to the nearest slowdown threshold (nvmlDeviceGetMarginTemperature)
+    memory_slowdown_c: float | None = None  # NVML_TEMPERATURE_THRESHOLD_MEM_MAX: HBM slows down from here
     power_w: float | None = None
     power_limit_w: float | None = None
+    default_power_limit_w: float | None = None
     energy_j: float | None = None
     sm_clock_mhz: int | None = None
     sm_clock_max_mhz: int | None = None
@@ -105,6 +116,7 @@ class GpuReading:
     retired_pages: dict | None = None
     fabric: dict | None = None
     recovery_action: str | None = None  # what the driver asks for (RECOVERY_ACTIONS); None where not reported
+    c2c: dict | None = None  # NVLink-C2C links to the CPU and their error counters; None where the GPU has none
     links: list = field(default_factory=list)
     unsupported: list = field(default_factory=list)  # calls NVML said this GPU does not support
     errors: dict = field(default_factory=dict)  # call -> what went wrong
@@ -120,22 +132,19 @@ class _StopReading(Exception):
 
 class NvmlReader:
     """Reads every GPU of the tray. Construct after nvmlInit (probes.backend opens NVML). `now` stamps each
-    reading: the wall clock, or the simulator's clock so that windows are in simulated time."""
+    reading: the wall clock, or the simulator's clock so that windows are in simulated time. Each GPU's
+    calls run on its own worker (`workers`), waited for at most `deadline_s` seconds of wall time."""
 
-    def __init__(self, nvml, now=time.time):
+    def __init__(self, nvml, now=time.time, deadline_s=NVML_DEADLINE_S):
         self.nvml = nvml
         self.now = now
+        self.workers = GpuWorkers("NVML", deadline_s)
         self.count = nvml.nvmlDeviceGetCount()
-        # A GPU NVML will not hand out (already lost, reset required) must not take the tray
-        # down with it: its readings say why, the others are read as usual.
-        self.handles = []
-        self.handle_errors = {}
-        for index in range(self.count):
-            try:
-                self.handles.append(nvml.nvmlDeviceGetHandleByIndex(index))
-            except nvml.NVMLError as error:
-                self.handles.append(None)
-                self.handle_errors[index] = error
+        # A GPU NVML will not hand out (already lost, reset required, hung) must not take the
+        # tray down with it: its readings say why, the others are read as usual.
+        handles = self.workers.call_each(range(self.count), "nvmlDeviceGetHandleByIndex", self._get_handle)
+        self.handles = [None if isinstance(h, BaseException) else h for h in handles.values()]
+        self.handle_errors = {i: h for i, h in handles.items() if isinstance(h, BaseException)}
         # A field this nvidia-ml-py does not name is not asked for: its counter stays unreported,
         # which the judge calls incomplete where the GPU's NVLink generation needs it.
         self._field_ids = {name: getattr(nvml, const) for name, const in {**LINK_COUNTER_FIELDS, **LINK_GAUGE_FIELDS}.items()
@@ -156,7 +165,58 @@ class NvmlReader:
         info["gpu_count"] = self.count
         return info
 
-    # --- one GPU -----------------------------------------------------------------------------------
+    def _get_handle(self, index):
+        try:
+            return self.nvml.nvmlDeviceGetHandleByIndex(index)
+        except self.nvml.NVMLError as error:
+            return error
+
+    # --- one GPU, on its worker ----------------------------------------------------------------------
+    def _hung_reading(self, hung):
+        reading = GpuReading(index=hung.index, time=self.now(), hung=True)
+        reading.errors["deadline"] = hung.reason
+        return reading
+
+    def read_gpu(self, index, identity=True, links=True):
+        try:
+            return self.workers.call(index, "reading", self._read_gpu, index, identity, links)
+        except GpuHung as hung:
+            return self._hung_reading(hung)
+
+    def read_all(self, identity=True, links=True):
+        """Every GPU at once, each on its worker, under one deadline for the tray."""
+        found = self.workers.call_each(range(self.count), "reading",
+                                       lambda index: self._read_gpu(index, identity, links))
+        return [self._hung_reading(r) if isinstance(r, GpuHung) else r for r in found.values()]
+
+    def read_under_load(self, index):
+        """Only temperatures (the die's, the HBM's, the margin to slowdown), power, clocks and
+        throttle reasons: cheap enough to sample while a load runs."""
+        try:
+            return self.workers.call(index, "load reading", self._read_under_load, index)
+        except GpuHung as hung:
+            return self._hung_reading(hung)
+
+    def read_under_load_each(self, indices):
+        """{index: load reading} of several GPUs at once, under one deadline (a sampler's round)."""
+        found = self.workers.call_each(indices, "load reading", self._read_under_load)
+        return {i: self._hung_reading(r) if isinstance(r, GpuHung) else r for i, r in found.items()}
+
+    def read_power_window_each(self, indices):
+        """{index: reading} of what a sustained load is judged over, read at its start and its end:
+        energy, power and thermal violation time, the enforced and default power limits."""
+        found = self.workers.call_each(indices, "power window reading", self._read_power_window)
+        return {i: self._hung_reading(r) if isinstance(r, GpuHung) else r for i, r in found.items()}
+
+    def read_link_traffic(self, index):
+        """{port: {"tx_bytes": n, "rx_bytes": n}} from one batched call; a direction NVML does not
+        count on this GPU is None. Empty when the GPU has no NVLink, the call failed or hung."""
+        try:
+            return self.workers.call(index, "link traffic", self._read_link_traffic, index)
+        except GpuHung:
+            return {}
+
+    # --- what runs on a GPU's worker -------------------------------------------------------------------
     def _call(self, reading, name, *args, unsupported_ok=True):
         """Call nvml.<name>(*args); None when NVML says no, with the reason kept."""
         nvml = self.nvml
@@ -179,11 +239,12 @@ class NvmlReader:
         if handle is None:
             error = self.handle_errors[reading.index]
             reading.lost = isinstance(error, self.nvml.NVMLError_GpuIsLost)
-            reading.errors["nvmlDeviceGetHandleByIndex"] = str(error)
+            reading.hung = isinstance(error, GpuHung)
+            reading.errors["deadline" if reading.hung else "nvmlDeviceGetHandleByIndex"] = str(error)
             raise _StopReading()
         return handle
 
-    def read_gpu(self, index, identity=True, links=True):
+    def _read_gpu(self, index, identity=True, links=True):
         started = time.perf_counter()
         reading = GpuReading(index=index, time=self.now())
         try:
@@ -198,22 +259,22 @@ class NvmlReader:
         reading.read_seconds = time.perf_counter() - started
         return reading
 
-    def read_all(self, identity=True, links=True):
-        return [self.read_gpu(i, identity=identity, links=links) for i in range(self.count)]
-
-    def read_under_load(self, index):
-        """Only temperature, power, clocks and throttle reasons: cheap enough to sample while a
-        load runs."""
+    def _read_part(self, index, read):
+        """A reading of the GPU holding only what `read(reading, handle)` fills in."""
         reading = GpuReading(index=index, time=self.now())
         try:
-            self._read_load_fields(reading, self._handle(reading))
+            read(reading, self._handle(reading))
         except _StopReading:
             pass
         return reading
 
-    def read_link_traffic(self, index):
-        """{port: {"tx_bytes": n, "rx_bytes": n}} from one batched call; a direction NVML does not
-        count on this GPU is None. Empty when the GPU has no NVLink or the call failed."""
+    def _read_under_load(self, index):
+        return self._read_part(index, self._read_load_fields)
+
+    def _read_power_window(self, index):
+        return self._read_part(index, self._read_power_counters)
+
+    def _read_link_traffic(self, index):
         nvml = self.nvml
         reading = GpuReading(index=index, time=self.now())
         try:
@@ -271,6 +332,57 @@ class NvmlReader:
         reasons = self._call(reading, "nvmlDeviceGetCurrentClocksEventReasons", handle)
         if reasons is not None:
             reading.clocks_event_reasons = [name for name, const in CLOCK_EVENT_REASONS.items() if reasons & getattr(nvml, const)]
+        self._read_thermal_margin(reading, handle)
+
+    def _read_thermal_margin(self, reading, handle):
+        """The HBM's temperature and the distance to the nearest slowdown threshold (NVML's "T.Limit"
+        margin), where this nvidia-ml-py names them."""
+        nvml = self.nvml
+        field = getattr(nvml, "NVML_FI_DEV_MEMORY_TEMP", None)
+        if field is not None:
+            values = self._call(reading, "nvmlDeviceGetFieldValues", handle, [field])
+            if values and values[0].nvmlReturn == nvml.NVML_SUCCESS:
+                reading.memory_temperature_c = _field_number(nvml, values[0])
+        if hasattr(nvml, "nvmlDeviceGetMarginTemperature"):
+            reading.thermal_margin_c = self._call(reading, "nvmlDeviceGetMarginTemperature", handle)
+
+    def _read_c2c(self, reading, handle):
+        """How many NVLink-C2C links the GPU has, each one's status (nvml.h: 0 inactive, 1 active) and
+        speed, and the C2C error counters, in two batched calls. A GPU without C2C (its count
+        NOT_SUPPORTED: a PCIe GPU) leaves `c2c` None."""
+        nvml = self.nvml
+        if not hasattr(nvml, "NVML_FI_DEV_C2C_LINK_COUNT"):
+            return
+        values = self._call(reading, "nvmlDeviceGetFieldValues", handle, [nvml.NVML_FI_DEV_C2C_LINK_COUNT])
+        if not values or values[0].nvmlReturn != nvml.NVML_SUCCESS:
+            return
+        count = int(_field_number(nvml, values[0]))
+        status, speed = nvml.NVML_FI_DEV_C2C_LINK_GET_STATUS, nvml.NVML_FI_DEV_C2C_LINK_GET_MAX_BW
+        errors = {name: getattr(nvml, const) for name, const in C2C_ERROR_FIELDS.items() if hasattr(nvml, const)}
+        requests = [(fid, link) for link in range(count) for fid in (status, speed)] + [(fid, 0) for fid in errors.values()]
+        values = self._call(reading, "nvmlDeviceGetFieldValues", handle, requests) or []
+        by_key = {(v.fieldId, v.scopeId): v for v in values if v.nvmlReturn == nvml.NVML_SUCCESS}
+
+        def number(fid, scope):
+            return _field_number(nvml, by_key[(fid, scope)]) if (fid, scope) in by_key else None
+
+        reading.c2c = {"link_count": count,
+                       "links": [{"link": link, "active": None if number(status, link) is None else number(status, link) == 1,
+                                  "max_bw_mbps": number(speed, link)} for link in range(count)],
+                       "errors": {name: number(fid, 0) for name, fid in errors.items()}}
+
+    def _read_power_counters(self, reading, handle):
+        """Energy, violation time and power limits: monotonic counters and settings, cheap to read."""
+        nvml = self.nvml
+        for key, call in (("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
+                          ("default_power_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit"),
+                          ("energy_j", "nvmlDeviceGetTotalEnergyConsumption")):
+            value = self._call(reading, call, handle)
+            setattr(reading, key, None if value is None else value / 1000.0)  # mW, mJ
+        for key, policy in (("thermal", nvml.NVML_PERF_POLICY_THERMAL), ("power", nvml.NVML_PERF_POLICY_POWER)):
+            status = self._call(reading, "nvmlDeviceGetViolationStatus", handle, policy)
+            if status is not None:
+                reading.violation_s[key] = status.violationTime / 1e9
 
     def _temperature(self, reading, handle):
         """nvmlDeviceGetTemperatureV where the driver and nvidia-ml-py have it, else the older
@@ -301,16 +413,12 @@ class NvmlReader:
         nvml = self.nvml
         self._read_recovery_action(reading, handle)
         self._read_load_fields(reading, handle)
-        limit = self._call(reading, "nvmlDeviceGetEnforcedPowerLimit", handle)
-        reading.power_limit_w = None if limit is None else limit / 1000.0
-        energy = self._call(reading, "nvmlDeviceGetTotalEnergyConsumption", handle)
-        reading.energy_j = None if energy is None else energy / 1000.0
+        self._read_power_counters(reading, handle)
         reading.sm_clock_max_mhz = self._call(reading, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM)
         reading.mem_clock_mhz = self._call(reading, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_MEM)
-        for key, policy in (("thermal", nvml.NVML_PERF_POLICY_THERMAL), ("power", nvml.NVML_PERF_POLICY_POWER)):
-            status = self._call(reading, "nvmlDeviceGetViolationStatus", handle, policy)
-            if status is not None:
-                reading.violation_s[key] = status.violationTime / 1e9
+        slowdown = self._call(reading, "nvmlDeviceGetTemperatureThreshold", handle, nvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX)
+        reading.memory_slowdown_c = slowdown
+        self._read_c2c(reading, handle)
 
         for key, error_type, counter_type in (
             ("corrected_volatile", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC),
@@ -424,9 +532,12 @@ class XidWatcher:
     Register before the load starts and stop after it: the events in between are the window's
     XIDs (NVML only delivers events that happen after registration)."""
 
-    def __init__(self, nvml, handles, poll_ms=200, now=time.time):
+    def __init__(self, nvml, handles, poll_ms=200, now=time.time, workers=None):
         self.nvml = nvml
         self.handles = handles
+        # Registering for a GPU's events is a call on that GPU: a hung one must not stop the watch
+        # of the others (the reader's workers, so a GPU already known hung is not waited for again).
+        self.workers = workers or GpuWorkers("NVML", NVML_DEADLINE_S)
         self.poll_ms = poll_ms
         self.now = now  # stamps each event: the wall clock, or a simulated clock
         self.events = []  # dicts: gpu index, xid, time
@@ -446,15 +557,23 @@ class XidWatcher:
         for index, handle in enumerate(self.handles):
             if handle is None:
                 self.errors.append({"gpu": index, "error": "cannot watch XIDs: NVML gave no handle"})
-                continue
-            try:
-                nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, self._set)
-            except nvml.NVMLError as error:
-                self.errors.append({"gpu": index, "error": f"cannot watch XIDs: {error}"})
+        registered = self.workers.call_each([i for i, h in enumerate(self.handles) if h is not None],
+                                            "nvmlDeviceRegisterEvents", self._register)
+        for index, outcome in registered.items():
+            if outcome is not None:
+                self.errors.append({"gpu": index, "error": f"cannot watch XIDs: {getattr(outcome, 'reason', outcome)}"})
         if poll:
             self._thread = threading.Thread(target=self._run, name="xid-watcher", daemon=True)
             self._thread.start()
         return self
+
+    def _register(self, index):
+        """None once registered, else the NVMLError."""
+        try:
+            self.nvml.nvmlDeviceRegisterEvents(self.handles[index], self.nvml.nvmlEventTypeXidCriticalError, self._set)
+        except self.nvml.NVMLError as error:
+            return error
+        return None
 
     def _run(self):
         nvml = self.nvml

@@ -7,21 +7,22 @@ import time
 
 from probes.counters import gpu_window, snapshot_link
 from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
+from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
 FORMAT = "opsctl-probe/1"
 
 
-def take_snapshot(nvml, window_s, clock=None, tray=None):
+def take_snapshot(nvml, window_s, clock=None, tray=None, deadline_s=NVML_DEADLINE_S):
     """The snapshot document body of docs/probe-output.md for the GPUs behind `nvml` (initialised).
     `clock` (now() and sleep()) measures the window and stamps the XIDs: wall time on a tray, a
     simulated clock in benchmarks."""
     now, sleep = (clock.now, clock.sleep) if clock is not None else (time.time, time.sleep)
-    reader = NvmlReader(nvml, now=now)
+    reader = NvmlReader(nvml, now=now, deadline_s=deadline_s)
     # No polling thread: the window is spent waiting on NVML's event set, so a simulated clock
     # moves only by that wait, and each XID carries the moment it came.
-    watcher = XidWatcher(nvml, reader.handles, now=now).start(poll=False)
+    watcher = XidWatcher(nvml, reader.handles, now=now, workers=reader.workers).start(poll=False)
     before = reader.read_all()
     watcher.collect_for(window_s, sleep)
     after = reader.read_all(identity=False)
@@ -30,10 +31,13 @@ def take_snapshot(nvml, window_s, clock=None, tray=None):
                            device_id=next((r.pci_device_id for r in before if r.pci_device_id), None))
     links, gpus = [], []
     for first, last in zip(before, after):
-        reachable = not (first.lost or last.lost)
+        hung = first if first.hung else last if last.hung else None
+        reachable = not (first.lost or last.lost or hung)
         xids = [event for event in events if event["gpu"] == last.index]
         entry = {"gpu": last.index, "reachable": reachable,
                  "xids": [{"xid": event["xid"], "time": round(event["time"], 3)} for event in xids]}
+        if hung:  # named as hung, and failed on its own account: the siblings are read and judged
+            entry["failed_checks"] = [hung_check(hung, reader.workers.deadline_s)]
         if reachable:
             counters = gpu_window(first, last, xids, window_s)
             links += [snapshot_link(last.index, link) for link in counters["links"]]
@@ -41,6 +45,11 @@ def take_snapshot(nvml, window_s, clock=None, tray=None):
         gpus.append(entry)
     return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": links, "gpus": gpus,
             "errors": [entry["error"] for entry in watcher.errors]}
+
+
+def hung_check(reading, deadline_s):
+    """The snapshot's failed check of a GPU whose NVML calls did not return within the deadline."""
+    return {"check": "gpu.hung", "value": deadline_s, "reason": reading.errors.get("deadline", "NVML calls hang")}
 
 
 def own_failures(counters, refs):

@@ -10,6 +10,7 @@ class LoadSampler:
         self.indices = list(indices)
         self.interval_s = interval_s
         self.samples = {i: [] for i in self.indices}
+        self._active = set(self.indices)  # GPUs still under load: one whose load ended is not sampled idle
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="load-sampler", daemon=True)
 
@@ -19,10 +20,14 @@ class LoadSampler:
 
     def _run(self):
         while not self._stop.wait(self.interval_s):
-            for index in self.indices:
-                reading = self.reader.read_under_load(index)
-                if not reading.lost:
+            # All GPUs at once, each on its own NVML worker: a hung one costs one deadline, not a stalled round.
+            for index, reading in self.reader.read_under_load_each(sorted(self._active)).items():
+                if not (reading.lost or reading.hung):
                     self.samples[index].append(reading)
+
+    def done(self, index):
+        """The GPU's load ended (finished, or failed): its later samples would be idle, not load."""
+        self._active.discard(index)
 
     def stop(self):
         """{index: summary of the samples} (docs/probe-output.md `under_load`)."""
@@ -36,6 +41,7 @@ def summarize(samples):
         return [getattr(s, name) for s in samples if getattr(s, name) is not None]
 
     temperatures, power, clocks = values("temperature_c"), values("power_w"), values("sm_clock_mhz")
+    memory, margins = values("memory_temperature_c"), values("thermal_margin_c")
     reasons = sorted({r for s in samples for r in (s.clocks_event_reasons or []) if r != "gpu_idle"})
     return {
         "samples": len(samples),
@@ -43,4 +49,6 @@ def summarize(samples):
         "power_w_median": round(statistics.median(power), 1) if power else None,
         "sm_clock_mhz_median": statistics.median(clocks) if clocks else None,
         "clocks_event_reasons": reasons,
+        "memory_temperature_c_max": max(memory) if memory else None,
+        "thermal_margin_c_min": min(margins) if margins else None,  # the closest it came to slowing down
     }

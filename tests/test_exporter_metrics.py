@@ -76,7 +76,9 @@ def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_top
 
 
 def test_a_lost_gpu_shows_as_lost_and_the_others_keep_reporting(sim_exporter, hgx_topology):
-    served = sim_exporter("faults:\n  - {kind: gpu_lost, gpu: gpu3, start_s: 1.5}\n", topology=hgx_topology)
+    # Lost 8 s in: the exporter must have read all eight up first (its first reading comes at once,
+    # but a busy machine can take seconds to start it), so that it knows gpu3's identity.
+    served = sim_exporter("faults:\n  - {kind: gpu_lost, gpu: gpu3, start_s: 8}\n", topology=hgx_topology)
     served.wait_for(all_up(8))
     samples = served.wait_for(lambda s: values(s, "opsctl_gpu_status", gpu=3, status="lost") == [1])
     assert value(samples, "opsctl_gpu_up", gpu=3) == 0

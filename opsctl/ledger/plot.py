@@ -1,8 +1,10 @@
 """The picture of `opsctl ledger stats --plot FILE.png`: failures per month, stacked by part kind."""
 
+import io
 from pathlib import Path
 
 from opsctl.errors import InputError
+from opsctl.runs.atomic_file import write_bytes_atomic
 
 
 def plot_failures(stats, path):
@@ -38,12 +40,15 @@ def plot_failures(stats, path):
     axes.tick_params(axis="x", labelrotation=45, labelsize=8)
     figure.tight_layout()
     path = Path(path)
+    image = io.BytesIO()
     try:
-        figure.savefig(path, format="png")
-    except OSError as exc:
-        raise InputError(f"--plot {path}: cannot write: {exc}") from None
+        figure.savefig(image, format="png")
     finally:
         plt.close(figure)
+    try:  # replaced whole or not at all: a full disk leaves the last plot as it was
+        write_bytes_atomic(path, image.getvalue(), make_folders=False)
+    except OSError as exc:
+        raise InputError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
     return path
 
 

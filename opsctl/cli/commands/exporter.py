@@ -10,16 +10,19 @@ import logging
 import signal
 import socket
 import sys
+from pathlib import Path
 
 import click
 
-from exporters.alert_rules import write_rule_files
+from exporters.alert_rules import rule_file_texts
 from exporters.server import Exporter
 from exporters.tray_poller import TrayPoller
 from opsctl.backend import sim_spec_for, topology_for, tray_nvml_for
 from opsctl.cli.context import inventory_from, inventory_option, rack_from
 from opsctl.cli.output import json_option, print_json
 from opsctl.errors import InputError
+from opsctl.runs.atomic_file import write_bytes_atomic
+from opsctl.input_checks import seconds
 
 
 @click.group("exporter", invoke_without_command=True)
@@ -28,8 +31,8 @@ from opsctl.errors import InputError
 @click.option("--tray", help="The tray to serve (default for real GPUs: the inventory host named like this host).")
 @click.option("--listen", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9400, show_default=True, help="Port; 0 takes a free one (printed at start).")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds between two reads of a GPU.")
-@click.option("--stale-after", type=click.FloatRange(min=0.1), help="A GPU whose latest reading is older is shown stale, not up [default: 3 × interval].")
+@click.option("--interval", type=seconds(0.1, min_open=False), default=10.0, show_default=True, help="Seconds between two reads of a GPU.")
+@click.option("--stale-after", type=seconds(0.1, min_open=False), help="A GPU whose latest reading is older is shown stale, not up [default: 3 × interval].")
 @click.option("--burnin-result", type=click.Path(), help="The tray probe's run document, or a directory of them (docs/probe-output.md).")
 @json_option
 @click.pass_context
@@ -83,8 +86,12 @@ def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result,
 @json_option
 def rules(directory, runbook_base, as_json):
     """Write the alert rule files, with runbook links under --runbook-base."""
+    written = []
     try:
-        written = write_rule_files(directory, runbook_base)
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        for name, text in rule_file_texts(runbook_base):  # each replaced whole, or left as it was
+            write_bytes_atomic(Path(directory) / name, text.encode("utf-8"), make_folders=False)
+            written.append(Path(directory) / name)
     except OSError as error:
         raise InputError(f"cannot write rule files into {directory}: {error.strerror or error}") from None
     if as_json:
