@@ -5,7 +5,11 @@ Verification, two ways:
   first result (the golden one); a GPU that computes the same product differently from one
   iteration to the next has silent data corruption, and the count of wrong elements names it.
 - The golden result itself is checked against a float64 reference computed independently on
-  the host for a block of it, within a tolerance derived from the result's dtype.
+  the host for a grid of its elements spread over the whole result (rows and columns evenly
+  apart, not only its corner), within a tolerance derived from the result's dtype.
+- Its checksum goes into the result: every GPU of a model runs the same seeded GEMM, and the
+  rack compares their golden results (opsctl/burnin/golden_results.py) — a GPU that computes
+  the same wrong result every time passes both checks above but not that one.
 """
 
 import numpy as np
@@ -13,7 +17,7 @@ import numpy as np
 from probes.compute import UNIT_ROUNDOFF
 from probes.windows import rate_summary, timed_windows
 
-REFERENCE_BLOCK = 16  # rows × columns of the golden result checked against float64
+REFERENCE_BLOCK = 16  # rows × columns of the golden result checked against float64, spread over it
 TOLERANCE_SOURCE = (
     "4 units of roundoff of the result dtype relative to the block's largest element (bf16 keeps 8 "
     "significant bits: 2^-8; binary32: 2^-24) covering the final rounding and reduced-precision split-K "
@@ -26,11 +30,17 @@ def flops(n):
     return 2.0 * n**3
 
 
+def spread(n, k):
+    """k row (or column) indices evenly apart over 0…n-1, as a slice: the first, then every
+    n/k-th, so the checked elements reach the far end of the result, not only its corner."""
+    return slice(0, n, max(1, n // k))
+
+
 def reference_check(device, ops, golden):
     """(max error relative to the largest element, tolerance) of a block of the golden result
     against a float64 product of the very same (rounded) inputs."""
     k = min(REFERENCE_BLOCK, ops.real_n)
-    block = slice(0, k)
+    block = spread(ops.real_n, k)
     every = slice(None)
     a = device.to_host(ops.a, block, every)  # k × n
     b = device.to_host(ops.b, every, block)  # n × k
@@ -56,6 +66,7 @@ def burn(device, dtype, seconds, n, window_s, stop, seed=0, progress=None):
     ops = device.gemm_operands(dtype, n, seed)
     golden = device.matmul(ops)
     max_rel_error, tolerance = reference_check(device, ops, golden)
+    checksum = device.checksum(golden)
     verified = {"mismatches": 0, "corrupted_results": 0, "checks": 0}
 
     def batch(iterations):
@@ -75,6 +86,8 @@ def burn(device, dtype, seconds, n, window_s, stop, seed=0, progress=None):
             "max_rel_error": max_rel_error,
             "tolerance": tolerance,
             "tolerance_source": TOLERANCE_SOURCE,
+            "seed": seed,
+            "golden_checksum": checksum,
             "finished": finished,
         })
 

@@ -6,6 +6,7 @@ Checks are plain dicts (docs/probe-output.md):
 `op` is the comparison that fails: value <op> threshold → the check's verdict is not "pass".
 """
 
+import math
 import operator
 import statistics
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import yaml
 from probes.compute import DTYPES
 from probes import xids
 from probes.gemm import TOLERANCE_SOURCE
+from probes.gpu_deadline import DEADLINE_SOURCE
 
 REFERENCES = Path(__file__).parent / "references"
 SHARED_FILES = ("rules.yaml", "xids.yaml")
@@ -41,7 +43,8 @@ class References:
 
 # What a GPU model's references file may hold: each figure is a mapping with its threshold and
 # the source it comes from (every verdict names its source).
-FIGURES = {"nvlink_links": "value", "membw": "min_gbps", "nvlink_peer": "min_gbps", "collective": "min_busbw_gbps"}
+FIGURES = {"nvlink_links": "value", "membw": "min_gbps", "nvlink_peer": "min_gbps", "collective": "min_busbw_gbps",
+           "tdp": "watts"}
 
 
 def _load(path):
@@ -61,7 +64,7 @@ def _load(path):
 def check_sku_references(data, path):
     """Refuse a references file that would silently judge nothing: unknown keys, figures that
     are not positive numbers or lack their source, no figure at all."""
-    known = {"sku", "names", "pci_device_ids", "nvlink_generation", "fabric_required", "gemm", *FIGURES}
+    known = {"sku", "names", "pci_device_ids", "nvlink_generation", "fabric_required", "host_link", "gemm", *FIGURES}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ReferencesError(f"{path}: unknown key {unknown[0]!r} (a references file holds {', '.join(sorted(known))})")
@@ -122,7 +125,12 @@ def check(name, component, verdict, value, threshold, unit, op, source, reason):
 
 
 def compare(name, component, value, op, threshold, unit, source, reason, bad="fail"):
-    """A check whose verdict is `bad` when `value op threshold`, else pass."""
+    """A check whose verdict is `bad` when `value op threshold`, else pass. A reading that is not
+    a finite number (NaN compares false with everything, so it would pass) is no evidence:
+    incomplete, never a pass."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return check(name, component, "incomplete", value, threshold, unit, op, source,
+                     f"{reason}; the reading is {value}, not a finite number: nothing can be judged from it")
     verdict = bad if OPS[op](value, threshold) else "pass"
     return check(name, component, verdict, value, threshold, unit, op, source, reason)
 
@@ -135,13 +143,17 @@ def judge_gpu(gpu, refs, tray):
     if gpu.get("lost"):
         checks.append(check("gpu.lost", component, "fail", True, False, "lost", "==", LOST_SOURCE,
                             gpu.get("lost_reason") or "the GPU stopped answering NVML (GPU_IS_LOST)"))
+    if gpu.get("hung"):  # named, and failed on its own account, while its siblings are judged as usual
+        checks.append(check("gpu.hung", component, "fail", gpu.get("hung_deadline_s"), gpu.get("hung_deadline_s"),
+                            "seconds without an answer", ">=", DEADLINE_SOURCE,
+                            gpu.get("hung_reason") or "its NVML calls did not return within the deadline"))
     for failure in gpu.get("failures", []):
         checks.append(check(f"{failure['probe']}.device", component, "fail", failure["error"], None, "error", "raised",
                             "a GPU that fails under load fails burn-in (CUDA error, fell off the bus, no NVLink path)",
                             f"{failure['probe']} failed on this GPU: {failure['error']}"))
     for dtype, result in (gpu.get("gemm") or {}).items():
         checks += _gemm_checks(component, dtype, result, refs, tray)
-    if gpu.get("under_load"):
+    if gpu.get("under_load") and not (gpu.get("lost") or gpu.get("hung")):  # gpu.lost/hung fail it already
         checks += _under_load_checks(component, gpu["under_load"], refs)
     if gpu.get("membw") and gpu["membw"].get("gbps") is not None:
         checks += _throughput_checks(component, "membw.gbps", gpu["membw"]["gbps"], "GB/s", refs.sku and refs.sku.get("membw"),
@@ -149,15 +161,27 @@ def judge_gpu(gpu, refs, tray):
     if gpu.get("nvlink"):
         checks += _nvlink_checks(component, gpu["nvlink"], refs)
     if gpu.get("counters"):
-        checks += _counter_checks(component, gpu["counters"], refs, lost=bool(gpu.get("lost")))
-    return checks
+        checks += _counter_checks(component, gpu["counters"], refs, lost=bool(gpu.get("lost") or gpu.get("hung")))
+    from probes.tray_depth import depth_checks  # here: tray_depth builds its checks with this module's helpers
+
+    return checks + depth_checks(gpu, refs)
 
 
 def _gemm_checks(component, dtype, result, refs, tray):
     if "skipped" in result:
         return []
     name = f"gemm.{dtype}"
-    checks = [
+    enough = refs.rules["min_evidence"]
+    windows = len(result.get("tflops_windows") or [])
+    if "checks" not in result:  # stopped before its first verified result: nothing of it to judge
+        return [check(f"{name}.windows", component, "incomplete", 0, enough["gemm_windows"], "timed windows", "<",
+                      enough["gemm_source"], f"{dtype} GEMM stopped before its first verified result")]
+    checks = [] if windows >= enough["gemm_windows"] else [
+        check(f"{name}.windows", component, "incomplete", windows, enough["gemm_windows"], "timed windows", "<",
+              enough["gemm_source"], f"{windows} timed window(s) of {dtype} GEMM ({result['checks']} results verified) "
+              f"in {result.get('seconds', 0):g} s: too short a load for a verdict, at least {enough['gemm_windows']} "
+              f"windows needed (a longer --duration)")]
+    checks += [
         compare(f"{name}.mismatches", component, result["mismatches"], ">", 0, "wrong elements", GPU_BURN_SOURCE,
                 _corruption(result) if result["mismatches"] else f"all {result['checks']} results identical"),
         compare(f"{name}.reference", component, result["max_rel_error"], ">", result["tolerance"],
@@ -271,9 +295,22 @@ def _counter_checks(component, counters, refs, lost=False):
     window = counters.get("window_s") or 0.0
     sku = refs.sku or {}
     checks = []
+    enough = rules["min_evidence"]
+    if window < enough["counter_window_s"] and not lost:  # errors seen still count; their absence does not
+        checks.append(check("counters.window_s", component, "incomplete", window, enough["counter_window_s"], "s", "<",
+                            enough["counter_source"], f"counters read over {window:g} s: too short a window to judge "
+                            f"them, at least {enough['counter_window_s']:g} s needed (a longer --duration)"))
     expected = sku.get("nvlink_links")
     if expected and not lost:  # a lost GPU answers nothing: gpu.lost fails it already
         checks.append(_link_count_check(component, links, expected))
+    for link in links:  # a counter with no delta over the window is missing evidence, never a clean link
+        for name in link.get("went_back") or []:
+            checks.append(check(f"nvlink.{name}", f"{component}/nvl{link['port']:02d}", "incomplete", None, None, "",
+                                "went back", "NVLink error counters count up until they are reset (NVML "
+                                "nvmlDeviceResetNvLinkErrorCounters, a GPU reset); one that reads lower at the end of the "
+                                "window wrapped or was reset, so its change over the window is unknown",
+                                f"{name.replace('_', ' ')} on port {link['port']} read lower at the end of the window "
+                                f"than at its start: not judged"))
     if links:
         checks += link_rule_checks(links, window, rules, gpu_link(component), component)
         if sku.get("nvlink_generation") and not lost:

@@ -16,8 +16,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from probes import gemm, membw, nvlink_bw
+from probes import c2c_link, gemm, hbm_test, membw, nvlink_bw, sustained_power
 from probes.compute import DTYPES, DeviceError
+from probes.compute.bounded import bounded_devices
+from probes.gpu_deadline import COMPUTE_DEADLINE_S, NVML_DEADLINE_S
 from probes.counters import gpu_window
 from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
@@ -26,10 +28,12 @@ from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.snapshot import FORMAT
 from probes.switch_reader import switch_window
 from probes.under_load import LoadSampler
+from probes.tray_depth import DepthReading
 from probes.windows import window_length
 
-PROBES = ("gemm", "membw", "nvlink", "counters")
+PROBES = ("gemm", "membw", "nvlink", "hbm", "configuration", "counters")
 LOAD_SHARE = {"gemm": 4, "membw": 1, "nvlink": 1}
+UNSHARED = ("hbm",)  # runs its passes once, after the shared load: no share of --duration
 DEFAULT_DURATION_S = 60.0
 TIMEOUT_SOURCE = "--timeout (default: twice the probe's share of --duration, plus 60 s)"
 
@@ -41,6 +45,8 @@ class RunOptions:
     timeout_s: float | None = None  # per probe; None: twice its share of the duration + 60 s
     references: str | None = None
     gemm_n: int | None = None  # None: the device's own default size
+    nvml_deadline_s: float = NVML_DEADLINE_S  # a GPU whose NVML reading takes longer is hung (probes.gpu_deadline)
+    compute_deadline_s: float = COMPUTE_DEADLINE_S  # …and one whose compute call takes longer
 
 
 @dataclass
@@ -57,7 +63,8 @@ def plan(probes, duration_s):
     """Seconds of load for each selected load probe."""
     loads = [p for p in probes if p in LOAD_SHARE]
     total = sum(LOAD_SHARE[p] for p in loads)
-    return {p: duration_s * LOAD_SHARE[p] / total for p in loads}
+    shares = {p: duration_s * LOAD_SHARE[p] / total for p in loads}
+    return {**shares, **{p: 0.0 for p in UNSHARED if p in probes}}
 
 
 def run_tasks(tasks, limit_s, stop, grace_s):
@@ -133,11 +140,13 @@ class TrayRun:
     # --- a compute tray ------------------------------------------------------------------------------
     def _compute_tray(self, document):
         backend, options = self.backend, self.options
-        devices = backend.open_devices() if self.plan else {}  # first: a tray that cannot load fails fast
-        reader = NvmlReader(backend.nvml, now=backend.clock.now)
+        # First: a tray that cannot load fails fast. Each GPU's compute calls run on its own worker
+        # under a deadline, so a wedged GPU fails alone and the others' loads finish.
+        devices, compute = bounded_devices(backend.open_devices() if self.plan else {}, options.compute_deadline_s)
+        reader = NvmlReader(backend.nvml, now=backend.clock.now, deadline_s=options.nvml_deadline_s)
         # XIDs from the start: the window opens before the first reading, not after it.
         started = backend.clock.now()
-        watcher = XidWatcher(backend.nvml, reader.handles).start() if "counters" in options.probes else None
+        watcher = XidWatcher(backend.nvml, reader.handles, workers=reader.workers).start() if "counters" in options.probes else None
         document["system"] = reader.system()
         before = reader.read_all()
         gpu_name = next((r.name for r in before if r.name), None)
@@ -149,23 +158,33 @@ class TrayRun:
                                         "reason": f"no reference file for {gpu_name!r} (PCI device {device_id}): throughput is judged against "
                                                   f"the tray's other GPUs only"})
         gpus = [self._gpu_entry(reading) for reading in before]
+        depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes)
         self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
+        depth.finish(gpus)
         events = watcher.stop() if watcher else []
         self._decode_nvlink5_xids(document, events, before, started)
         for gpu, first, last in zip(gpus, before, after):
             gpu["after"] = last.to_dict()
             gpu["lost"] = first.lost or last.lost
+            gpu["hung"] = first.hung or last.hung
+            if gpu["hung"]:
+                gpu["hung_reason"] = (first if first.hung else last).errors.get("deadline")
+                gpu["hung_deadline_s"] = reader.workers.deadline_s
             if gpu["lost"]:
                 gpu["lost_reason"] = next((f["error"] for f in gpu["failures"]), "the GPU stopped answering NVML (GPU_IS_LOST)")
             if watcher:
                 gpu["counters"] = gpu_window(first, last, [e for e in events if e["gpu"] == gpu["index"]])
+                gpu["c2c"] = c2c_link.window(first, last)
             for dtype, result in (gpu.get("gemm") or {}).items():
                 if "skipped" in result:
                     document["skipped"].append({"component": f"gpu{gpu['index']}", "what": f"gemm.{dtype}",
                                                 "reason": result["skipped"]})
         document["errors"] += [entry["error"] for entry in (watcher.errors if watcher else [])]
         document["gpus"] = gpus
+        # A call still stuck in a wedged GPU's driver: the process must not wait for it at exit.
+        self.hung = self.hung or any(map(reader.workers.stuck, range(reader.count))) or \
+            any(map(compute.stuck, devices))
         judge_run(document, refs)
         for gpu in gpus:
             for unfinished in gpu.pop("incomplete"):
@@ -182,9 +201,10 @@ class TrayRun:
                 gpu["incomplete"].append({"probe": "load", "reason": "the GPU is not visible to the compute backend "
                                           "(CUDA_VISIBLE_DEVICES, or CUDA cannot open it)",
                                           "source": "a GPU the load probes cannot reach is not judged a pass"})
-        runners = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink}
+        runners = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink, "hbm": self._hbm}
         for probe, seconds in self.plan.items():
-            alive = {i: d for i, d in devices.items() if not gpus[i]["failures"] and not gpus[i]["incomplete"]}
+            alive = {i: d for i, d in devices.items()
+                     if not gpus[i]["failures"] and not gpus[i]["incomplete"] and not gpus[i]["hung"]}
             began = time.monotonic()
             outcome = runners[probe](alive, seconds, reader) if alive else ProbeOutcome()
             self._record(document, gpus, probe, seconds, outcome, time.monotonic() - began)
@@ -208,7 +228,7 @@ class TrayRun:
             "index": reading.index, "id_hint": f"gpu{reading.index}", "uuid": reading.uuid, "name": reading.name,
             "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "pci_device_id": reading.pci_device_id,
             "platform": reading.platform,
-            "vbios": reading.vbios, "inforom": reading.inforom, "lost": reading.lost, "before": reading.to_dict(), "failures": [], "incomplete": [],
+            "vbios": reading.vbios, "inforom": reading.inforom, "lost": reading.lost, "hung": reading.hung, "before": reading.to_dict(), "failures": [], "incomplete": [],
         }
 
     def _record(self, document, gpus, probe, seconds, outcome, took):
@@ -239,23 +259,34 @@ class TrayRun:
     def _gemm(self, devices, seconds, reader):
         window = window_length(seconds / len(DTYPES))
         stop = threading.Event()
+        # Energy and violation counters at the load's start and end: the whole load judged, not samples.
+        started = reader.read_power_window_each(list(devices))
         sampler = LoadSampler(reader, devices, window).start()
 
-        def burn_all_dtypes(device, progress):
-            supported = [d for d in DTYPES if device.unsupported_reason(d) is None]
-            for dtype in DTYPES:
-                if stop.is_set():
-                    progress[dtype] = {"skipped": "not run: gemm was stopped at its timeout"}
-                    continue
-                n = self.options.gemm_n or device.default_gemm_n
-                share = seconds / max(1, len(supported))
-                progress[dtype] = {}
-                gemm.burn(device, dtype, share, n, window, stop, progress=progress[dtype])
-            return progress
+        ended = {}
 
-        outcome = run_tasks({i: (lambda progress, d=d: burn_all_dtypes(d, progress)) for i, d in devices.items()},
+        def burn_all_dtypes(index, device, progress):
+            try:
+                supported = [d for d in DTYPES if device.unsupported_reason(d) is None]
+                for dtype in DTYPES:
+                    if stop.is_set():
+                        progress[dtype] = {"skipped": "not run: gemm was stopped at its timeout"}
+                        continue
+                    n = self.options.gemm_n or device.default_gemm_n
+                    share = seconds / max(1, len(supported))
+                    progress[dtype] = {}
+                    gemm.burn(device, dtype, share, n, window, stop, progress=progress[dtype])
+                return progress
+            finally:  # its own load's end, not the slowest sibling's: a GPU that waits idle is not judged under load
+                sampler.done(index)
+                ended.update(reader.read_power_window_each([index]))
+
+        outcome = run_tasks({i: (lambda progress, i=i, d=d: burn_all_dtypes(i, d, progress)) for i, d in devices.items()},
                             self.limit(seconds), stop, grace_s=2 * window + 1)
-        outcome.extra = {index: {"under_load": summary} for index, summary in sampler.stop().items()}
+        ended = {**reader.read_power_window_each([i for i in devices if i not in ended]), **ended}
+        outcome.extra = {index: {"under_load": summary,
+                                 "sustained_power": sustained_power.window(started[index], ended[index])}
+                         for index, summary in sampler.stop().items()}
         return outcome
 
     def _membw(self, devices, seconds, reader):
@@ -263,6 +294,11 @@ class TrayRun:
         stop = threading.Event()
         return run_tasks({i: (lambda progress, d=d: membw.measure(d, seconds, d.default_copy_bytes, window, stop, progress))
                           for i, d in devices.items()}, self.limit(seconds), stop, grace_s=2 * window + 1)
+
+    def _hbm(self, devices, seconds, reader):
+        stop = threading.Event()
+        return run_tasks({i: (lambda progress, d=d: hbm_test.run(d, stop, progress)) for i, d in devices.items()},
+                         self.limit(seconds), stop, grace_s=5.0)
 
     def _nvlink(self, devices, seconds, reader):
         window = window_length(seconds / max(1, len(devices) * (len(devices) - 1)))

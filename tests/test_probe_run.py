@@ -70,7 +70,7 @@ def test_a_healthy_tray_passes_with_the_whole_document(spec_file):
     assert (doc["format"], doc["kind"], doc["tray"], doc["backend"], doc["status"]) == \
         ("opsctl-probe/1", "run", "ct04", "sim", "complete")
     assert doc["system"]["gpu_count"] == 4 and doc["system"]["references"] == "probes/references/gb200.yaml"
-    assert set(doc["probes"]) == {"gemm", "membw", "nvlink"} and all(p["status"] == "complete" for p in doc["probes"].values())
+    assert set(doc["probes"]) == {"gemm", "membw", "nvlink", "hbm"} and all(p["status"] == "complete" for p in doc["probes"].values())
     for gpu in doc["gpus"]:
         assert gpu["name"] == "NVIDIA GB200" and gpu["uuid"].startswith("GPU-") and gpu["platform"]["tray_index"] == 3
         for dtype in ("bf16", "fp8"):

@@ -13,9 +13,12 @@ trays are missing too. INCOMPLETE (exit 3): nothing failed, but not everything w
 from dataclasses import dataclass, field, replace
 
 from opsctl.burnin.checks import Check, worst
+from opsctl.burnin.configuration import configuration_checks
 from opsctl.burnin.fabric_domain import fabric_domain_checks
+from opsctl.burnin.golden_results import golden_checks
 from opsctl.burnin.link_health import link_rows, rack_snapshot
-from opsctl.burnin.parts import suspect_parts
+from opsctl.burnin.nvlink_domain import judge_domain
+from opsctl.burnin.parts import LINK_MEASUREMENTS, TRAY_MEASUREMENTS, measured_failures, suspect_parts
 from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize.snapshot import TRAY_UNREAD
@@ -54,6 +57,7 @@ class RackJudgment:
     notes: list = field(default_factory=list)
     snapshot: dict | None = None
     repair_plan: dict | None = None  # what the repairs take out of service together, against the spares
+    domain: dict | None = None  # the NVLink domain test: prerequisites, bandwidth by size, transport (nvlink_domain.py)
 
     @property
     def exit_code(self):
@@ -72,7 +76,7 @@ class RackJudgment:
             "rack": self.rack, "model": self.model, "verdict": self.verdict, "exit_code": self.exit_code,
             "failing": self.failing, "suspects": self.suspects, "localizer": self.localizer, "repair_plan": self.repair_plan,
             "trays": self.trays, "gpus": self.gpus, "links": [row.to_dict() for row in self.links],
-            "checks": [c.to_dict() for c in self.checks], "notes": self.notes,
+            "checks": [c.to_dict() for c in self.checks], "notes": self.notes, "domain": self.domain,
         }
 
 
@@ -88,8 +92,9 @@ class _Readings:
     notes: list = field(default_factory=list)  # what a probe said it skipped, and why
 
 
-def judge_rack(rack, topology, documents, outcomes, criteria):
-    """documents: tray -> probe `run` document; outcomes: tray -> TrayOutcome."""
+def judge_rack(rack, topology, documents, outcomes, criteria, domain_document=None):
+    """documents: tray -> probe `run` document; outcomes: tray -> TrayOutcome; domain_document:
+    the NVLink domain test's (nvlink_domain.py), when it ran."""
     model = rack.model
     readings = _gather(rack, documents, outcomes)
     rack_gpus = [RackGpu(gpu_id, str(reading.get("name") or model.sku), reading)
@@ -98,21 +103,30 @@ def judge_rack(rack, topology, documents, outcomes, criteria):
     notes = readings.notes + relative_notes
     bad = {"fail", "warn"} if criteria.warnings_fail else {"fail"}
     domain = fabric_domain_checks(readings.gpus) if model.is_nvl72 else []
-    checks = _link_symptoms_to_their_links(readings.checks + relative + domain, bad, topology)
+    domain_section = None
+    if domain_document is not None:
+        domain_checks, domain_section, domain_notes = judge_domain(rack, readings.gpus, readings.system, domain_document)
+        domain += domain_checks
+        notes += domain_notes
+    across = configuration_checks(readings.gpus) + golden_checks(readings.gpus)  # the rack's GPUs against each other
+    checks = _link_symptoms_to_their_links(readings.checks + relative + domain + across, bad, topology)
 
     links = link_rows(topology, readings.gpus, readings.switch_ports, checks)
     gpus = _gpu_rows(rack, readings.gpus, readings.system, checks)
     window = max((float((r.get("counters") or {}).get("window_s") or 0) for r in readings.gpus.values()), default=0.0)
+    tray_measured = measured_failures(checks, bad, {t["id"] for t in readings.trays}, TRAY_MEASUREMENTS)
     snapshot = rack_snapshot(
         rack.name, model.name, window or 1.0, links,
         [{"id": gpu_id, "reachable": not reading.get("lost"), "xids": _xid_events(reading),
           "failed_checks": _own_failures(gpu_id, checks, bad)}
          for gpu_id, reading in readings.gpus.items()],
-        [{"tray": t["tray"], "status": "complete" if t["status"] == "complete" else TRAY_UNREAD, "error": t["reason"]}
+        [{"tray": t["tray"], "status": "complete" if t["status"] == "complete" else TRAY_UNREAD, "error": t["reason"],
+          **({"failed_checks": tray_measured[t["id"]]} if t["id"] in tray_measured else {})}
          for t in readings.trays if t["status"] != "missing"],
+        measured_failures(checks, bad, topology.links, LINK_MEASUREMENTS),
     )
     failing = _failing(checks, bad, topology)
-    suspects, localizer, repair_plan = suspect_parts(snapshot, topology) if failing["links"] or failing["gpus"] \
+    suspects, localizer, repair_plan = suspect_parts(snapshot, topology) if failing["links"] or failing["gpus"] or tray_measured \
         else ([], "nothing to localize", None)
     if any(c.verdict in bad for c in checks):
         verdict = FAIL
@@ -122,7 +136,7 @@ def judge_rack(rack, topology, documents, outcomes, criteria):
         verdict = PASS
     return RackJudgment(rack=rack.name, model=model.name, verdict=verdict, checks=checks, trays=readings.trays,
                         gpus=gpus, links=links, failing=failing, suspects=suspects, localizer=localizer, notes=notes,
-                        snapshot=snapshot, repair_plan=repair_plan)
+                        snapshot=snapshot, repair_plan=repair_plan, domain=domain_section)
 
 
 def _gather(rack, documents, outcomes):

@@ -22,12 +22,17 @@ class GpuFault:
 
 # Ordered: the first pattern a check name matches decides.
 CHECK_FAULTS = (
-    (re.compile(r"gemm\.\w+\.(mismatches|reference)$"), GpuFault("sdc", "rma", 4)),
-    (re.compile(r"(under_load\.clocks_event_reasons|gemm\.\w+\.drop_pct|rack\.temperature_c|clocks\.violation_s)$"),
-     GpuFault("thermal_throttle", "cooling", 3)),
+    (re.compile(r"gemm\.\w+\.(mismatches|reference|golden)$"), GpuFault("sdc", "rma", 4)),
+    (re.compile(r"hbm\.errors$"), GpuFault("hbm_bad_cells", "rma", 4)),
+    (re.compile(r"host_link\.\w+$"), GpuFault("pcie_degraded", "host_link", 3)),
+    (re.compile(r"(config\.\w+|rack\.configuration)$"), GpuFault("configuration", "configure", 2)),
+    (re.compile(r"(under_load\.clocks_event_reasons|gemm\.\w+\.drop_pct|rack\.temperature_c|clocks\.violation_s"
+                r"|power\.thermal_violation_s|thermal\.\w+)$"), GpuFault("thermal_throttle", "cooling", 3)),
+    (re.compile(r"power\.reached$"), GpuFault("power_brake", "power", 3)),  # cannot hold its power target
+    (re.compile(r"c2c\.\w+$"), GpuFault("c2c_link_down", "replace", 3)),  # GB200: GPU and Grace share the tray's board
     (re.compile(r"(fabric\.health|fabric\.clique)$"), GpuFault("fabric_degraded", "fabric", 3)),
     (re.compile(r"(memory\.remapped_rows|memory\.retired_pages|ecc\.uncorrected_volatile)$"), GpuFault("row_remap", "reset", 2)),
-    (re.compile(r"(gpu\.lost|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
+    (re.compile(r"(gpu\.lost|gpu\.hung|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
     (re.compile(r"(gemm\.\w+\.tflops(\.peers)?|membw\.gbps(\.peers)?|rack\.\w+)$"), GpuFault("slow_gpu", "reset", 1)),
     (re.compile(r"nvlink\.link_count$"), GpuFault("gpu", "replace", 3)),
 )

@@ -64,6 +64,13 @@ class ComputeDevice(Protocol):
     def to_host(self, array: Any, rows: slice, cols: slice) -> Any:
         """A block of a device array as a float64 NumPy array."""
 
+    def checksum(self, array: Any) -> str:
+        """A digest of a device array's bits: equal bits, equal digest, on any GPU."""
+
+    def memory_test(self, pattern: str, fraction: float, seed: int) -> tuple[int, int, int, list, float]:
+        """One memory-test pattern (probes/compute/memory_patterns.py) over `fraction` of the free
+        memory: (free bytes, tested bytes, wrong words, [[first byte, end byte], …], seconds)."""
+
     def copy(self, nbytes: int, iterations: int) -> float:
         """Seconds for `iterations` device-to-device copies of `nbytes`."""
 

@@ -5,9 +5,12 @@ results and silent data corruption really shows as wrong elements; the time each
 the simulator's model, spent on its clock.
 """
 
+import hashlib
+
 import numpy as np
 
 from probes.compute import GemmOperands, device_errors
+from probes.sim import memory
 from probes.sim.device import DeviceLost
 
 # Modelled sizes: what a real tray would run (the simulator spends the time these would take).
@@ -56,6 +59,13 @@ class SimDevice:
 
     def to_host(self, array, rows, cols):
         return np.asarray(array[rows, cols], dtype=np.float64)
+
+    def checksum(self, array):
+        return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+    def memory_test(self, pattern, fraction, seed):
+        with device_errors(DeviceLost):
+            return memory.memory_test(self.sim, pattern, fraction, seed)
 
     def copy(self, nbytes, iterations):
         with device_errors(DeviceLost):

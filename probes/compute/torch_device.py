@@ -8,9 +8,12 @@ run on the same GPU architecture and SM count (cuBLAS documentation, "Results re
 import time
 
 from probes.compute import DeviceError, GemmOperands, device_errors
+from probes.compute.memory_patterns import PATTERNS, signed
 
 GEMM_N = {"cuda": 16384, "cpu": 128}
 COPY_BYTES = {"cuda": 2**30, "cpu": 2**24}
+MEMTEST_BLOCK_BYTES = {"cuda": 2**30, "cpu": 2**20}  # the memory test allocates in blocks of this
+CPU_FREE_BYTES = 2**26  # what the memory test calls free on the CPU (tests): 64 MiB
 FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper onwards have fp8 tensor cores
 BF16_MIN_CAPABILITY = (8, 0)
 
@@ -98,6 +101,73 @@ class TorchDevice:
     def to_host(self, array, rows, cols):
         with device_errors(RuntimeError):
             return array[rows, cols].to(self.torch.float64).cpu().numpy()
+
+    def checksum(self, array):
+        """The result's bits summed as integers on the device: the same bits give the same sum on
+        every GPU (integer addition does not depend on order), a single changed bit changes it."""
+        torch = self.torch
+        with device_errors(RuntimeError):
+            words = array.contiguous().view(torch.int16).to(torch.int64)
+            weights = torch.arange(words.numel(), device=self.device, dtype=torch.int64) % 65521 + 1
+            plain, weighted = int(words.sum()), int((words.flatten() * weights).sum())
+        return f"{plain & 0xFFFFFFFF:08x}{weighted & 0xFFFFFFFF:08x}"
+
+    # --- memory test -------------------------------------------------------------------------------
+    def _free_bytes(self):
+        if self.device.type == "cuda":
+            return self.torch.cuda.mem_get_info(self.device)[0]
+        return CPU_FREE_BYTES
+
+    def memory_test(self, pattern, fraction, seed):
+        """One pattern over `fraction` of the free memory, in blocks: (free bytes, tested bytes,
+        wrong words, [[first byte, end byte], …] of the tested memory, seconds)."""
+        torch = self.torch
+        block_bytes = MEMTEST_BLOCK_BYTES.get(self.device.type, MEMTEST_BLOCK_BYTES["cpu"])
+        with device_errors(RuntimeError):
+            self.release()
+            free = self._free_bytes()
+            words = block_bytes // 8
+            expected = torch.empty(words, dtype=torch.int64, device=self.device)  # a pass's words for one block
+            blocks = []
+            while (len(blocks) + 2) * block_bytes <= free * fraction:
+                blocks.append(torch.empty(words, dtype=torch.int64, device=self.device))
+            self._synchronize()
+            started = time.perf_counter()
+            errors, ranges = 0, []
+            passes = PATTERNS[pattern]
+            for number, recipe in enumerate(passes):
+                # Write every block, then read every block back: the later writes have had
+                # their chance to disturb the earlier cells (moving inversions walks back down).
+                order = range(len(blocks)) if number % 2 == 0 else range(len(blocks) - 1, -1, -1)
+                for index in order:
+                    blocks[index].copy_(self._words(recipe, blocks[index], expected, seed + index))
+                for index in order:
+                    wrong = blocks[index] != self._words(recipe, blocks[index], expected, seed + index)
+                    count = int(wrong.sum())
+                    if count:
+                        where = torch.nonzero(wrong).flatten()
+                        base = index * block_bytes
+                        ranges.append([base + int(where[0]) * 8, base + int(where[-1]) * 8 + 8])
+                        errors += count
+            self._synchronize()
+            seconds = time.perf_counter() - started
+            tested = len(blocks) * block_bytes  # not the block of expected words: it is read, never checked
+            del blocks, expected
+            self.release()
+        return free, tested, errors, ranges, seconds
+
+    def _words(self, recipe, block, out, seed):
+        torch = self.torch
+        kind, arg = recipe
+        if kind == "constant":
+            return out.fill_(signed(arg))
+        if kind == "address":
+            torch.arange(out.numel(), out=out, device=self.device)
+            out.add_(block.data_ptr() // 8)
+        else:
+            generator = torch.Generator(device=self.device).manual_seed(seed)
+            out.random_(generator=generator)
+        return out.bitwise_not_() if arg else out
 
     # --- copies ----------------------------------------------------------------------------------
     def _buffer(self, name, nbytes):

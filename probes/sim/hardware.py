@@ -110,7 +110,11 @@ class SimLink:
         return self.down_events(t) + self.counter("recovery_failed", t) - self.baseline["recovery_failed"]
 
     def counter(self, counter, t):
-        return self.baseline[counter] + profiles.count(self.expected(counter, t), self.phase[counter])
+        # No link counts more errors than the bits it carried: a rate past the line rate is held
+        # there. That also keeps the count inside NVML's 64-bit counter; 1e300 errors a second
+        # would otherwise be truncated to a counter that never moves, which reads as healthy.
+        expected = min(self.expected(counter, t), self.line_rate * max(t, 0.0))
+        return self.baseline[counter] + profiles.count(expected, self.phase[counter])
 
     def ber(self, t):
         """The effective BER the link reports now (errors after FEC per bit)."""
@@ -259,6 +263,14 @@ class SimGpu:
                 temperature = max(temperature, float(effect.get("temperature_c", 91.0)))
         return int(round(temperature))
 
+    def memory_temperature_c(self, t):
+        return self.temperature_c(t) + round(self.sku.memory_above_gpu_c)
+
+    def thermal_margin_c(self, t):
+        """Degrees to the nearest slowdown threshold (NVML's margin temperature): the die's or the HBM's."""
+        return int(min(self.sku.slowdown_c - self.temperature_c(t),
+                       self.sku.memory_slowdown_c - self.memory_temperature_c(t)))
+
     def power_w(self, t):
         if not self.is_busy(t):
             return self.sku.idle_w * self.power_scale
@@ -267,7 +279,18 @@ class SimGpu:
     def energy_mj(self, t):
         idle = self.sku.idle_w * self.power_scale * max(t, 0.0)
         extra = (self.sku.load_w - self.sku.idle_w) * self.power_scale * self.busy_seconds(t)
-        return int((self.lifetime_energy_j + idle + extra) * 1000)
+        # What a throttle's lower clocks did not draw (power_w's 0.6 share that scales with the clock).
+        saved = max((0.6 * self.sku.load_w * self.power_scale * (1.0 - float(e.get("clock_factor", 0.7)))
+                     * self.throttled_seconds(e, t) for e in self.effects if e.kind == "throttle"), default=0.0)
+        return int((self.lifetime_energy_j + idle + extra - saved) * 1000)
+
+    def throttled_seconds(self, effect, t):
+        """Seconds by t that a throttle effect held the clocks (NVML's violation time): under
+        load past `after_busy_s` for a limit reached only under load, else its whole window."""
+        if effect.get("after_busy_s") is not None:
+            return max(0.0, self.busy_seconds(t) - float(effect.get("after_busy_s")))
+        stop = t if effect.get("end_s") is None else min(t, effect.get("end_s"))
+        return max(0.0, stop - effect.get("start_s", 0.0))
 
     def throughput_scale(self, t):
         """Achieved compute relative to a healthy GPU of the SKU at this moment."""
@@ -363,6 +386,13 @@ class SimGpu:
         return action
 
     # --- fabric ---------------------------------------------------------------------------------
+    def clique_id(self, t):
+        """The NVLink clique the GPU registered in: the rack's, unless a fault put it in another."""
+        for effect in self.effects:
+            if effect.kind == "fabric" and effect.get("clique_id") is not None and profiles.active(effect, t):
+                return int(effect.get("clique_id"))
+        return self.rack.spec.clique_id
+
     def fabric(self, t):
         """(state, {health flag: bool}) of the GPU's NVLink fabric registration."""
         flags = {"degraded_bw": False, "route_recovery": False, "route_unhealthy": False, "access_timeout_recovery": False}
@@ -425,6 +455,12 @@ class SimRack:
     def gpus(self, tray=None):
         trays = [self.trays[tray]] if tray is not None else self.trays.values()
         return [gpu for t in trays for gpu in t.gpus]
+
+    def imex(self, tray):
+        """The IMEX service's state and channels on a compute tray (probes/imex.py's reading)."""
+        if tray in (self.spec.domain.get("imex_missing") or []):
+            return {"service": "inactive", "channels": []}
+        return {"service": "active", "channels": ["channel0"]}
 
     def kernel_log(self, tray, since):
         """A tray's kernel log from clock time `since` to now (probes.kernel_log.read_kernel_log's

@@ -18,6 +18,7 @@ import pynvml
 
 from probes.nvlink_ber import encode_ber
 from probes.sim.hardware import FEC_BINS, SimRack
+from probes.sim.nvml_config import SimNvmlConfiguration, ecc_enabled, gpu_effect
 
 # Each simulated SKU's PCI device id (NVIDIA/DCGM nvvs/diag-skus.yaml.in: H100 SXM 2330, H200
 # 2335, B200 2901, GB200 2941).
@@ -66,6 +67,11 @@ _NVLINK5_FIELDS = {
 }
 
 
+_C2C_FIELDS = {pynvml.NVML_FI_DEV_C2C_LINK_COUNT, pynvml.NVML_FI_DEV_C2C_LINK_GET_STATUS,
+               pynvml.NVML_FI_DEV_C2C_LINK_GET_MAX_BW, pynvml.NVML_FI_DEV_C2C_LINK_ERROR_INTR,
+               pynvml.NVML_FI_DEV_C2C_LINK_ERROR_REPLAY, pynvml.NVML_FI_DEV_C2C_LINK_ERROR_REPLAY_B2B}
+
+
 def _pointee(struct_or_ref):
     """The struct behind byref(struct) — how callers must pass it to the real library."""
     return getattr(struct_or_ref, "_obj", struct_or_ref)
@@ -78,7 +84,7 @@ class _EventSet:
         self.delivered = {}  # gpu id -> number of XID events already returned
 
 
-class SimNvml:
+class SimNvml(SimNvmlConfiguration):
     """pynvml over one tray of a simulated rack (or the whole rack, with tray=None)."""
 
     def __init__(self, rack, tray=None):
@@ -211,6 +217,9 @@ class SimNvml:
 
     def nvmlDeviceGetVbiosVersion(self, handle):
         gpu, _ = self._gpu(handle, "nvmlDeviceGetVbiosVersion")
+        flashed = gpu_effect(gpu, "firmware")  # a tray flashed with another image (firmware_mismatch)
+        if flashed is not None:
+            return flashed.get("vbios")
         return "97.00.A5.00.2F" if gpu.sku.nvlink_version >= 5 else "96.00.99.00.01"
 
     def nvmlDeviceGetInforomImageVersion(self, handle):
@@ -330,12 +339,20 @@ class SimNvml:
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, len(gpu.links)
         if fid in (pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL,
                    pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL):
+            if not ecc_enabled(gpu):
+                raise pynvml.NVMLError_NotSupported()
             corrected, uncorrected = gpu.ecc_counts(t)
             lifetime = fid in (pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL)
             single = fid in (pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL)
             if single:
                 return ull, corrected + (gpu.lifetime_corrected_ecc if lifetime else 0)
             return ull, uncorrected
+        if fid == pynvml.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON:  # the links' rate one way, in MB/s
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, int(gpu.sku.nvlink_gbps_per_link * 1000)
+        if fid in _C2C_FIELDS:
+            return self._c2c_field(gpu, fid, scope)
+        if fid == pynvml.NVML_FI_DEV_MEMORY_TEMP:
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, gpu.memory_temperature_c(t)
         if fid == pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, RECOVERY_ACTION_CODES[gpu.recovery_action(t)]
         link = self._link(gpu, scope)
@@ -384,9 +401,28 @@ class SimNvml:
             fec[scope] = link.fec_history(t)
         return ull, fec[scope][fid - pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0]
 
+    @staticmethod
+    def _c2c_field(gpu, fid, scope):
+        """NVLink-C2C (GB200): every link active unless a `c2c_link_down` fault took it down."""
+        uint = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+        if gpu.sku.c2c_links == 0:
+            raise pynvml.NVMLError_NotSupported()
+        if fid == pynvml.NVML_FI_DEV_C2C_LINK_COUNT:
+            return uint, gpu.sku.c2c_links
+        if fid in (pynvml.NVML_FI_DEV_C2C_LINK_GET_STATUS, pynvml.NVML_FI_DEV_C2C_LINK_GET_MAX_BW):
+            if not 0 <= scope < gpu.sku.c2c_links:
+                raise pynvml.NVMLError_InvalidArgument()
+            down = gpu_effect(gpu, "c2c_down") is not None
+            if fid == pynvml.NVML_FI_DEV_C2C_LINK_GET_STATUS:
+                return uint, 0 if down else 1
+            return uint, 0 if down else gpu.sku.c2c_mbps
+        return pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, 0  # the error counters: no rate is modelled
+
     # --- memory errors -------------------------------------------------------------------------
     def nvmlDeviceGetTotalEccErrors(self, handle, errorType, counterType):
         gpu, t = self._gpu(handle, "nvmlDeviceGetTotalEccErrors")
+        if not ecc_enabled(gpu):
+            raise pynvml.NVMLError_NotSupported()  # no ECC counts with ECC turned off
         corrected, uncorrected = gpu.ecc_counts(t)
         if errorType == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED:
             lifetime = gpu.lifetime_corrected_ecc if counterType == pynvml.NVML_AGGREGATE_ECC else 0
@@ -422,16 +458,8 @@ class SimNvml:
             pynvml.NVML_PERF_POLICY_POWER: ("power_brake", "power_cap"),
             pynvml.NVML_PERF_POLICY_RELIABILITY: ("hw_slowdown",),
         }.get(perfPolicyType, ())
-        seconds = 0.0
-        for effect in gpu.effects:
-            if effect.kind != "throttle" or effect.get("reason", "thermal") not in wanted:
-                continue
-            start = effect.get("start_s", 0.0)
-            stop = t if effect.get("end_s") is None else min(t, effect.get("end_s"))
-            if effect.get("after_busy_s") is not None:
-                seconds += max(0.0, gpu.busy_seconds(t) - float(effect.get("after_busy_s")))
-            else:
-                seconds += max(0.0, stop - start)
+        seconds = sum(gpu.throttled_seconds(effect, t) for effect in gpu.effects
+                      if effect.kind == "throttle" and effect.get("reason", "thermal") in wanted)
         status = pynvml.c_nvmlViolationTime_t()
         status.referenceTime = int(self._rack.clock.now() * 1e9)
         status.violationTime = int(seconds * 1e9)
@@ -463,6 +491,18 @@ class SimNvml:
             raise pynvml.NVMLError_NotSupported()
         return gpu.temperature_c(t)
 
+    def nvmlDeviceGetMarginTemperature(self, handle):
+        gpu, t = self._gpu(handle, "nvmlDeviceGetMarginTemperature")
+        return gpu.thermal_margin_c(t)
+
+    def nvmlDeviceGetTemperatureThreshold(self, handle, threshold):
+        gpu, _ = self._gpu(handle, "nvmlDeviceGetTemperatureThreshold")
+        limits = {pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: gpu.sku.slowdown_c,
+                  pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: gpu.sku.memory_slowdown_c}
+        if threshold not in limits:
+            raise pynvml.NVMLError_NotSupported()
+        return int(limits[threshold])
+
     def nvmlDeviceGetClockInfo(self, handle, type):  # noqa: A002 - pynvml's parameter name
         gpu, t = self._gpu(handle, "nvmlDeviceGetClockInfo")
         if type == pynvml.NVML_CLOCK_SM:
@@ -486,7 +526,7 @@ class SimNvml:
         state, flags = gpu.fabric(t)
         gpuFabricInfo.state = _FABRIC_STATES[state]
         gpuFabricInfo.status = pynvml.NVML_SUCCESS
-        gpuFabricInfo.cliqueId = self._rack.spec.clique_id
+        gpuFabricInfo.cliqueId = gpu.clique_id(t)
         uuid = bytes.fromhex(self._rack.spec.cluster_uuid)
         for i, byte in enumerate(uuid[: pynvml.NVML_GPU_FABRIC_UUID_LEN]):
             gpuFabricInfo.clusterUuid[i] = byte

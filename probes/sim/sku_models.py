@@ -33,6 +33,16 @@ class SkuModel:
     nvlink5_fields: bool  # Blackwell reports the NVLink 5 counters as field values
     platform_info: bool  # GB200 trays report chassis, slot and tray through NVML
     fabric_health: bool  # the fabric health mask and summary
+    # Thermal limits the simulated GPUs report (simulator ground truth, not judging thresholds: the
+    # judge takes each GPU's own from NVML): HW slowdown (NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) and
+    # HBM slowdown (NVML_TEMPERATURE_THRESHOLD_MEM_MAX), and how much warmer the HBM runs than the die.
+    slowdown_c: float = 90.0
+    memory_slowdown_c: float = 95.0
+    memory_above_gpu_c: float = 4.0
+    # NVLink-C2C links to the CPU NVML reports (GB200's Grace; the count and speed are the
+    # simulator's own, not a published figure: the judge asks only that each present link be active).
+    c2c_links: int = 0
+    c2c_mbps: int = 0
 
 
 SKU_MODELS = {
@@ -43,7 +53,7 @@ SKU_MODELS = {
     "b200": SkuModel("NVIDIA B200", (10, 0), 1750.0, 3300.0, 6800.0, 50.0, 5, 180 * 2**30,
                      1000.0, 140.0, 980.0, 34.0, 73.0, 1965, 3996, True, False, True),
     "gb200": SkuModel("NVIDIA GB200", (10, 0), 1950.0, 3700.0, 6800.0, 50.0, 5, 186 * 2**30,
-                      1200.0, 150.0, 1150.0, 32.0, 69.0, 2062, 3996, True, True, True),
+                      1200.0, 150.0, 1150.0, 32.0, 69.0, 2062, 3996, True, True, True, c2c_links=1, c2c_mbps=450_000),
 }
 
 NVLINK5_LINE_RATE_BITS = 2 * 200e9  # bits/s on one NVLink 5 link: 2 lanes × 200 Gb/s

@@ -27,7 +27,14 @@ GPU_EFFECTS = {
     "lost": {"start_s"},
     "hang": {"start_s", "end_s", "nvml"},  # compute never returns (a wedged GPU); with nvml, NVML calls block too
     "not_supported": {"calls", "fields"},
-    "fabric": {"state", "degraded_bw", "route_recovery", "route_unhealthy", "access_timeout_recovery", "start_s", "end_s"},
+    "fabric": {"state", "clique_id", "degraded_bw", "route_recovery", "route_unhealthy", "access_timeout_recovery", "start_s", "end_s"},
+    # Tray depth (probes/sim/nvml_config.py, probes/sim/memory.py, probes/sim/device.py):
+    "firmware": {"vbios"},  # the VBIOS the GPU was flashed with
+    "ecc_mode": {"enabled"},
+    "pcie": {"gen", "width"},  # the PCIe link as trained
+    "hbm_bad_cells": {"offset_bytes", "size_bytes"},  # cells that do not hold what is written
+    "deterministic_sdc": set(),  # one element of every GEMM (and collective) result wrong, the same way each time
+    "c2c_down": set(),  # the NVLink-C2C link to the Grace CPU inactive (probes/sim/nvml.py)
 }
 THROTTLE_REASONS = ("thermal", "power_brake", "power_cap", "hw_slowdown")
 
@@ -84,6 +91,8 @@ class RackSpec:
     clique_id: int
     driver_version: str
     noise: dict = field(default_factory=dict)  # crc_per_s, replay_per_s, ber on every healthy link
+    # The NVLink domain's software: {"imex_missing": [trays without IMEX], "nccl_fallback": true}
+    domain: dict = field(default_factory=dict)
     epoch: float | None = None  # unix time of t = 0; None: when the simulator starts
     trays: list = field(default_factory=list)
     format: str = SPEC_FORMAT

@@ -1,0 +1,59 @@
+"""A simulated GPU's HBM under the memory test: real writes and reads on a small buffer that
+stands for the tested memory (each of its words for a slice of bytes), with the cells of an
+`hbm_bad_cells` effect stuck: bit 0 of every word in their byte range reads 1 whatever was
+written, so each pass that writes a 0 there really reads back wrong.
+"""
+
+import numpy as np
+
+from probes.compute.memory_patterns import PATTERNS, numpy_words
+
+USED_BYTES = 600 * 2**20  # what the simulated NVML reports in use (nvmlDeviceGetMemoryInfo)
+WORDS = 2**14  # 8-byte words of the buffer that stands for the tested memory
+
+
+def free_bytes(gpu):
+    return gpu.sku.memory_bytes - USED_BYTES
+
+
+def bad_ranges(gpu, tested):
+    """The stuck byte ranges the test reaches (cut at the tested size)."""
+    found = []
+    for effect in gpu.effects:
+        if effect.kind == "hbm_bad_cells":
+            start = int(effect.get("offset_bytes", 0))
+            end = min(start + int(effect.get("size_bytes", 0)), tested)
+            if start < end:
+                found.append((start, end))
+    return found
+
+
+def memory_test(sim_device, pattern, fraction, seed):
+    """(free bytes, tested bytes, wrong words, [[first byte, end byte], …], seconds) of one
+    pattern over `fraction` of the GPU's free memory."""
+    gpu = sim_device.gpu
+    free = free_bytes(gpu)
+    tested = int(free * fraction) // 8 * 8
+    bytes_per_word = tested / WORDS
+    bad = bad_ranges(gpu, tested)
+    spans = [(int(start // bytes_per_word), int((end - 1) // bytes_per_word) + 1) for start, end in bad]
+    stuck = np.zeros(WORDS, dtype=bool)
+    for first, stop in spans:
+        stuck[first:stop] = True
+    addresses = np.arange(WORDS, dtype=np.uint64) * np.uint64(max(1, int(bytes_per_word) // 8))
+    memory = np.zeros(WORDS, dtype=np.uint64)
+    wrong = np.zeros(WORDS, dtype=bool)
+    passes = PATTERNS[pattern]
+    for recipe in passes:
+        written = numpy_words(recipe, addresses, seed)
+        memory[:] = written
+        memory[stuck] |= np.uint64(1)
+        wrong |= memory != written
+    seconds = sim_device.copy_seconds(tested * len(passes))  # each pass writes and reads it all once
+    errors, ranges = 0, []
+    for (start, end), (first, stop) in zip(bad, spans):
+        share = float(np.mean(wrong[first:stop]))  # of the range's words that read back wrong
+        if share:
+            errors += max(1, round((end - start) / 8 * share))
+            ranges.append([start, end])
+    return free, tested, errors, ranges, seconds

@@ -1,0 +1,160 @@
+"""Tray depth, judged: configuration (ECC, MIG, power limit, clocks), the host link (PCIe
+generation, width, replays), the HBM memory test — each a reading just above and just below
+its threshold — and the simulator's memory test and deterministic corruption doing real work."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from probes import configuration, host_links
+from probes.compute.memory_patterns import PATTERNS
+from probes.judge import load_references
+from probes.tray_depth import hbm_checks
+
+RULES = load_references().rules
+
+
+def verdicts(found):
+    return {c["check"]: c["verdict"] for c in found}
+
+
+def config(**changes):
+    base = {"driver_version": "570.133.20", "vbios": "97.00.A5.00.2F", "inforom": "G548.0201.00.06", "unread": {},
+            "ecc_mode": "enabled", "ecc_mode_pending": "enabled", "persistence_mode": "enabled", "mig_mode": "disabled",
+            "power_limit_w": 1200.0, "default_power_limit_w": 1200.0, "applications_clocks": "default",
+            "applications_clocks_mhz": {"sm": {"mhz": 2062, "default_mhz": 2062}}}
+    return {**base, **changes}
+
+
+def test_a_configured_gpu_passes_every_configuration_check():
+    assert set(verdicts(configuration.checks("gpu0", config(), RULES)).values()) == {"pass"}
+
+
+@pytest.mark.parametrize("changes, name", [
+    ({"ecc_mode": "disabled"}, "config.ecc_mode"),
+    ({"mig_mode": "enabled"}, "config.mig_mode"),
+    ({"power_limit_w": 1199.0}, "config.power_limit"),  # one watt below the default
+    ({"applications_clocks": "set"}, "config.applications_clocks"),
+])
+def test_each_setting_away_from_what_every_gpu_needs_fails(changes, name):
+    found = configuration.checks("gpu0", config(**changes), RULES)
+    assert verdicts(found)[name] == "fail"
+    assert next(c for c in found if c["check"] == name)["source"] == RULES["configuration"][name.split(".")[1]]["source"]
+
+
+def test_an_ecc_mode_nvml_does_not_give_is_incomplete_never_a_pass():
+    found = configuration.checks("gpu0", config(ecc_mode=None, unread={"ecc_mode": "nvmlDeviceGetEccMode: Unknown"}), RULES)
+    assert verdicts(found)["config.ecc_mode"] == "incomplete"
+
+
+def link(**changes):
+    return {"generation": 5, "max_generation": 5, "width": 16, "max_width": 16, "replays": 0, "window_s": 60.0,
+            "unread": {}, **changes}
+
+
+@pytest.mark.parametrize("changes, name, verdict", [
+    ({"generation": 4}, "host_link.pcie_generation", "fail"),
+    ({"generation": 5}, "host_link.pcie_generation", "pass"),
+    ({"width": 8}, "host_link.pcie_width", "fail"),
+    ({"width": 16}, "host_link.pcie_width", "pass"),
+    ({"replays": 9}, "host_link.pcie_replays", "fail"),  # 9 a minute: above DCGM's 8
+    ({"replays": 8}, "host_link.pcie_replays", "pass"),
+])
+def test_the_host_link_against_its_best_and_dcgms_replay_limit(changes, name, verdict):
+    assert verdicts(host_links.checks("gpu0", link(**changes), RULES))[name] == verdict
+
+
+def test_a_pcie_link_that_must_be_read_and_is_not_is_incomplete():
+    unread = link(generation=None, max_generation=None, width=None, max_width=None, replays=None,
+                  unread={"generation": "Not Supported", "width": "Not Supported"})
+    assert set(verdicts(host_links.checks("gpu0", unread, RULES, required=True)).values()) == {"incomplete"}
+    assert host_links.checks("gpu0", unread, RULES, required=False) == []  # GB200: C2C, no PCIe link to read
+
+
+def hbm(errors=0, coverage=0.95, finished=True):
+    return {"patterns": {p: {"errors": 0, "seconds": 0.1} for p in PATTERNS}, "errors": errors,
+            "error_ranges": [[2**30, 2**30 + 2**20]] if errors else [], "finished": finished,
+            "free_bytes": 100 * 2**30, "tested_bytes": int(coverage * 100 * 2**30), "coverage": coverage}
+
+
+@pytest.mark.parametrize("result, name, verdict", [
+    (hbm(errors=1), "hbm.errors", "fail"),
+    (hbm(errors=0), "hbm.errors", "pass"),
+    (hbm(coverage=0.89), "hbm.coverage", "incomplete"),  # below 90% of free memory: the rest unjudged
+    (hbm(coverage=0.90), "hbm.coverage", "pass"),
+    (hbm(finished=False), "hbm.finished", "incomplete"),
+])
+def test_the_memory_test_judged(result, name, verdict):
+    counters = {"ecc": {"corrected_volatile": 0, "uncorrected_volatile": 0}, "remapped_rows": {"corrected": 0, "uncorrected": 1, "pending": True}}
+    found = hbm_checks("gpu0", result, counters, RULES)
+    assert verdicts(found)[name] == verdict
+    errors = next(c for c in found if c["check"] == "hbm.errors")
+    assert "remap pending" in errors["reason"]  # tied to the run's ECC and remap counters
+    if result["errors"]:
+        assert "1.000–1.001 GiB" in errors["reason"]
+
+
+# --- the simulator's side -------------------------------------------------------------------------
+def sim_gpu(sim_rack, text, gpu="rack07/ct03/gpu1"):
+    from probes.compute.sim_device import SimDevice
+    from probes.sim import SimComputeDevice
+
+    rack = sim_rack(text)
+    return SimDevice(SimComputeDevice(rack, next(g for g in rack.gpus() if g.id == gpu)))
+
+
+def test_bad_hbm_cells_read_back_wrong_in_their_range_and_only_where_the_test_reaches(sim_rack):
+    device = sim_gpu(sim_rack, "faults:\n  - {kind: hbm_bad_cells, gpu: ct03/gpu1, offset_gib: 100, size_mib: 2}\n")
+    free, tested, errors, ranges, _ = device.memory_test("moving_inversions", 0.95, 0)
+    assert errors > 0 and ranges == [[100 * 2**30, 100 * 2**30 + 2 * 2**20]]
+    healthy = sim_gpu(sim_rack, "seed: 1\n")
+    assert healthy.memory_test("random", 0.95, 0)[2] == 0
+    # Cells just past what the test reaches are not seen; just inside, they are.
+    for offset_gib, seen in ((tested / 2**30 - 0.001, True), (tested / 2**30, False)):
+        device = sim_gpu(sim_rack, f"faults:\n  - {{kind: hbm_bad_cells, gpu: ct03/gpu1, offset_gib: {offset_gib}, size_mib: 1}}\n")
+        assert (device.memory_test("address_in_address", 0.95, 0)[2] > 0) is seen
+
+
+def test_every_pattern_writes_a_0_and_a_1_to_every_bit():
+    addresses = np.arange(1024, dtype=np.uint64)
+    from probes.compute.memory_patterns import numpy_words
+
+    for pattern, passes in PATTERNS.items():
+        words = [numpy_words(recipe, addresses, 7) for recipe in passes]
+        assert np.all(np.bitwise_or.reduce(words) == np.uint64(2**64 - 1)), pattern
+        assert np.all(np.bitwise_and.reduce(words) == 0), pattern
+
+
+def test_a_deterministic_sdc_gpu_agrees_with_itself_and_not_with_its_siblings(sim_rack):
+    from probes import gemm
+
+    text = "faults:\n  - {kind: deterministic_sdc, gpu: ct03/gpu1}\n"
+    results = {}
+    for gpu in ("rack07/ct03/gpu0", "rack07/ct03/gpu1"):
+        results[gpu] = gemm.burn(sim_gpu(sim_rack, text, gpu), "bf16", 0.05, 16384, 0.02, threading.Event())
+    bad, good = results["rack07/ct03/gpu1"], results["rack07/ct03/gpu0"]
+    assert bad["mismatches"] == 0 and good["mismatches"] == 0  # gpu-burn's own check cannot see it
+    assert bad["golden_checksum"] != good["golden_checksum"]
+
+
+def test_the_reference_block_reaches_the_far_end_of_the_result():
+    from probes.gemm import spread
+
+    rows = range(16384)[spread(16384, 16)]
+    assert len(rows) == 16 and rows[0] == 0 and rows[-1] > 15000
+
+
+def test_the_torch_memory_test_and_checksum_on_the_cpu():
+    torch = pytest.importorskip("torch")
+    from probes.compute.torch_device import TorchDevice
+
+    device = TorchDevice("cpu")
+    for pattern in PATTERNS:
+        free, tested, errors, ranges, _ = device.memory_test(pattern, 0.95, 0)
+        assert errors == 0 and ranges == [] and tested / free >= 0.9
+    a = torch.randn(64, 64).to(torch.bfloat16)
+    b = a.clone()
+    assert device.checksum(a) == device.checksum(b)
+    b.view(torch.int16)[10, 20] ^= 1  # one bit
+    assert device.checksum(a) != device.checksum(b)
