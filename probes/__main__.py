@@ -1,4 +1,4 @@
-"""`python -m probes run|snapshot|collective`: the tray probe's command line (docs/probe-output.md).
+"""`python -m probes run|snapshot|collective|imex`: the tray probe's command line (docs/probe-output.md).
 
 Prints one JSON document (`--json`) or a short summary, and exits with opsctl's exit codes (README, A tour of the commands):
 0 every check passed, 1 a check failed, 2 bad usage or no NVML library, 3 incomplete.
@@ -6,6 +6,7 @@ Prints one JSON document (`--json`) or a short summary, and exits with opsctl's 
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -30,8 +31,8 @@ def positive(text):
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
+    if not math.isfinite(value) or value <= 0:  # NaN passes `<= 0`; inf is no deadline
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text}")
     return value
 
 
@@ -85,13 +86,16 @@ def build_parser():
 
     add_arguments(collective)
     backend_options(collective)
+    imex = commands.add_parser("imex", help="the IMEX service and channels a multi-tray NVLink job needs")
+    backend_options(imex)
     return parser
 
 
 def main(argv=None, stdin=None):
     """Run the command; returns (exit code, whether a probe thread was left hanging)."""
     args = build_parser().parse_args(argv)
-    command = {"run": run_command, "snapshot": snapshot_command, "collective": collective_command}[args.command]
+    command = {"run": run_command, "snapshot": snapshot_command, "collective": collective_command,
+               "imex": imex_command}[args.command]
     stdin = stdin or sys.stdin
     if args.stop_on_stdin_eof:
         stdin = watch_for_hangup(stdin, spec_first=args.sim_spec == "-")
@@ -109,6 +113,7 @@ def main(argv=None, stdin=None):
 
 def run_command(args, stdin):
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    run = None
     try:
         run = TrayRun(backend, RunOptions(duration_s=args.duration, probes=args.probes, timeout_s=args.timeout,
                                           references=args.references, gemm_n=args.gemm_size))
@@ -116,20 +121,25 @@ def run_command(args, stdin):
         emit(document, args.as_json)
         return code, run.hung
     finally:
-        backend.close()
+        if run is None or not run.hung:  # a call stuck in the driver: no shutdown under it, the process just ends
+            backend.close()
 
 
 def snapshot_command(args, stdin):
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    hung = False
     try:
         if backend.switch is not None:
             document = take_switch_snapshot(backend.switch, args.window, clock=backend.clock, tray=backend.tray)
         else:
             document = take_snapshot(backend.nvml, args.window, clock=backend.clock, tray=backend.tray)
+        # A GPU named hung left a call stuck in the driver: no shutdown under it, the process just ends.
+        hung = any(c.get("check") == "gpu.hung" for gpu in document["gpus"] for c in gpu.get("failed_checks", []))
         emit(document, args.as_json)
-        return 0, False
+        return 0, hung
     finally:
-        backend.close()
+        if not hung:
+            backend.close()
 
 
 def collective_command(args, stdin):
@@ -138,6 +148,20 @@ def collective_command(args, stdin):
     document, code = run_collective(args, stdin)
     emit(document, args.as_json)
     return code, False
+
+
+def imex_command(args, stdin):
+    from probes.imex import imex_document
+
+    backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    try:
+        if backend.imex is None:
+            raise BackendError(f"tray {args.tray} has no GPUs: IMEX runs on compute trays")
+        document, code = imex_document(backend.tray, backend.kind, backend.imex())
+        emit(document, args.as_json)
+        return code, False
+    finally:
+        backend.close()
 
 
 def emit(document, as_json):

@@ -37,6 +37,7 @@ class TrayBackend:
     open_devices: Callable[[], dict] = field(default=lambda: {})  # {nvml index: compute device}
     # The kernel log since a clock time: (lines, None), or ([], why it cannot be read).
     kernel_log: Callable[[float], tuple] = field(default=lambda since: ([], "no kernel log on this backend"))
+    imex: Callable[[], dict] | None = None  # the tray's IMEX service and channels (probes/imex.py)
 
     def close(self):
         if self.nvml is not None:
@@ -94,7 +95,7 @@ def _open_sim(sim_spec, tray, stdin):
     gpus = rack.trays[tray].gpus
     return TrayBackend("sim", tray, nvml, rack.clock,
                        open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)},
-                       kernel_log=lambda since: rack.kernel_log(tray, since))
+                       kernel_log=lambda since: rack.kernel_log(tray, since), imex=lambda: rack.imex(tray))
 
 
 # --- real GPUs ---------------------------------------------------------------------------------------
@@ -116,8 +117,10 @@ def _open_nvml(tray):
         raise BackendError(f"NVML failed to initialise: {error}", exit_code=3) from None
     from probes.kernel_log import read_kernel_log
 
+    from probes.imex import read_host_imex
+
     return TrayBackend("nvml", tray, pynvml, WallClock(), open_devices=lambda: _cuda_devices(pynvml),
-                       kernel_log=read_kernel_log)
+                       kernel_log=read_kernel_log, imex=read_host_imex)
 
 
 def _cuda_devices(nvml):

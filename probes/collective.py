@@ -1,142 +1,249 @@
-"""A rack-wide all-reduce: one node's part of it (`python -m probes collective`).
+"""The rack's NVLink domain under load: one tray's part of a rack-wide collective job
+(`python -m probes collective`).
 
-An orchestrator starts this on every compute tray of an NVL72 with the same --nodes,
---master-addr and --master-port and each tray's --node-rank; each tray starts one process per
-GPU (torch.distributed, NCCL on GPUs, gloo on CPUs), and together they form one job of
-nodes × GPUs ranks. Each tray prints its own document with the job's figures (the slowest
-rank's time sets them). Bus bandwidth follows nccl-tests (doc/PERFORMANCE.md):
-algbw = bytes / time, busbw = algbw × 2(n − 1)/n for an all-reduce.
+An orchestrator (opsctl's domain test) starts this on every compute tray at once with the same
+--job-trays, --master-addr and --master-port; each tray finds its place in the job from its own
+--tray. A tray starts one process per GPU (torch.distributed; NCCL on GPUs, gloo on CPUs), and
+all of them form one process group across the trays; the rendezvous (a TCPStore) lives on the
+first tray's first rank. The job then runs, as nccl-tests does, a sweep of sizes over
+all-reduce, all-gather, reduce-scatter and all-to-all, every result verified, and reports bus
+bandwidth by nccl-tests' formulas (doc/PERFORMANCE.md):
 
-On the simulator no process starts: the all-reduce over every GPU of the simulated rack is
-modelled from its links (a down or degraded link lowers its GPU's bandwidth, and the slowest
-GPU sets the pace), and spent on the simulator's clock.
+    algbw = S / t;  busbw = algbw × 2(n − 1)/n (all-reduce), × (n − 1)/n (all-gather,
+    reduce-scatter, all-to-all), S the whole array in bytes, n the GPUs in the job.
+
+What it also says: which path NCCL took (its own NCCL_DEBUG=INFO lines: P2P over NVLink, NVLS,
+or NET, the network), which trays never joined, which trays had not arrived when a collective
+timed out (--op-timeout), and a bisection — the all-reduce run by halves of the trays at once,
+then halves of the slower half — that narrows a slow domain to a tray.
+
+The device seam (probes/compute/collective_device.py, probes/sim/collective.py) gives the
+tensors' device and how long a collective took: measured on GPUs; on the simulator one process
+stands for a tray's GPUs, the collectives really run over gloo at small size and are verified,
+and the time is modelled from the rack's links for the size asked.
 """
 
+import datetime
 import multiprocessing
 import queue
+import re
 import time
+from dataclasses import asdict, dataclass, field
 
 from probes.backend import BackendError, read_spec
-from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from probes.judge import check, load_references
 from probes.snapshot import FORMAT
 
-VERIFY_SOURCE = "every rank adds rank + 1: each element of the result must be n(n + 1)/2 (exact in float32)"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+OPERATIONS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+# nccl-tests doc/PERFORMANCE.md: busbw = algbw × this factor, n the ranks (GPUs) of the job.
+BUS_FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n}
+BUSBW_SOURCE = ("nccl-tests doc/PERFORMANCE.md: busbw = algbw × 2(n-1)/n for AllReduce, × (n-1)/n for AllGather, "
+                "ReduceScatter and AlltoAll; S the whole array")
+DEFAULT_SIZES = "8K,64K,512K,4M,32M,256M,1G,4G"  # nccl-tests' sweep, from latency- to bandwidth-bound
+VERIFY_SOURCE = ("each rank fills its input with values set by its rank; every element of every result must be the "
+                 "exact sum or copy (small whole numbers, exact in float32), as nccl-tests checks its results")
+TRANSPORT_SOURCE = ("NCCL's own INFO lines (NCCL_DEBUG=INFO; src/transport/p2p.cc 'via P2P/…', net.cc 'via NET/…'): "
+                    "the path each channel took")
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMG]?)(?:i?B)?", re.IGNORECASE)
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+_VIA = re.compile(r"via (P2P|SHM|NET|COLLNET|PSM_P2P)(?:/(\w+))?")
+_NVLS = re.compile(r"NVLS multicast support is available")
+
+
+def parse_sizes(text):
+    sizes = []
+    for item in str(text).split(","):
+        match = _SIZE.fullmatch(item.strip())
+        if not match:
+            raise BackendError(f"--sizes: not a size: {item!r} (e.g. 8K,1M,4G)")
+        sizes.append(int(float(match.group(1)) * _UNITS[match.group(2).upper()]))
+    if not sizes or min(sizes) < 4:
+        raise BackendError("--sizes needs at least one size of 4 bytes or more")
+    return sorted(set(sizes))
+
+
+def size_label(nbytes):
+    for unit in ("G", "M", "K"):
+        if nbytes >= _UNITS[unit] and nbytes % _UNITS[unit] == 0:
+            return f"{nbytes // _UNITS[unit]}{unit}"
+    return f"{nbytes}B"
+
+
+def busbw(op, algbw, n):
+    return algbw * BUS_FACTORS[op](n) if n > 1 else algbw
 
 
 def add_arguments(parser):
+    parser.add_argument("--job-trays", metavar="LIST", help="every tray of the job, in order (ct01,ct02,…); this tray's "
+                        "place is its --tray's position (else --node-rank)")
     parser.add_argument("--node-rank", type=int, default=0, metavar="K", help="this tray's place in the job, 0…nodes-1")
     parser.add_argument("--nodes", type=int, default=1, metavar="N", help="how many trays take part")
     parser.add_argument("--gpus-per-node", type=int, metavar="G", help="processes on this tray (default: its GPUs)")
-    parser.add_argument("--master-addr", default="127.0.0.1", metavar="HOST", help="node 0's address (the rendezvous)")
+    parser.add_argument("--master-addr", default="127.0.0.1", metavar="HOST", help="the first tray's address (the rendezvous)")
     parser.add_argument("--master-port", type=int, default=29500, metavar="PORT")
-    parser.add_argument("--size-mb", type=float, default=256.0, metavar="MB", help="bytes all-reduced per call, in MiB")
-    parser.add_argument("--iterations", type=int, default=20, metavar="N")
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, metavar="LIST", help=f"bytes per collective (default {DEFAULT_SIZES})")
+    parser.add_argument("--operations", default=",".join(OPERATIONS), metavar="LIST", help="of " + ",".join(OPERATIONS))
+    parser.add_argument("--size-mb", type=float, metavar="MB", help="one size, in MiB (instead of --sizes)")
+    parser.add_argument("--iterations", type=int, default=5, metavar="N", help="timed calls per size (default 5)")
+    parser.add_argument("--op-timeout", type=float, default=120.0, metavar="S",
+                        help="seconds one collective may take before the job is given up as incomplete (default 120)")
+    parser.add_argument("--bisect-size", default="256M", metavar="SIZE", help="all-reduce size of the bisection (default 256M)")
+    parser.add_argument("--no-bisect", dest="bisect", action="store_false", help="do not narrow a slow domain by halves")
     parser.add_argument("--dist-backend", choices=("nccl", "gloo"), help="default: nccl on GPUs, gloo on CPUs")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="where the ranks run (cpu: tests)")
     parser.add_argument("--rendezvous-timeout", type=float, default=300.0, metavar="S",
-                        help="seconds to wait for every node to join (default 300)")
+                        help="seconds to wait for every tray to join (default 300)")
 
 
-def busbw(algbw, world):
-    return algbw * 2 * (world - 1) / world if world > 1 else algbw
+@dataclass
+class JobPlan:
+    """What every rank of the job does; the same on every tray but for its place."""
+
+    trays: list  # tray names, by node rank
+    local_ranks: int  # processes on each tray
+    gpus_per_rank: int  # GPUs one process stands for (the simulator: a tray's)
+    master_addr: str
+    master_port: int
+    sizes: list
+    operations: list
+    iterations: int
+    op_timeout_s: float
+    rendezvous_timeout_s: float
+    bisect_bytes: int | None
+    bisect_margin_pct: float
+    dist_backend: str
+    device: tuple  # how a rank opens its device: ("cuda",), ("cpu",), ("sim", spec dict, tray)
+    debug_dir: str | None = None  # where NCCL writes its INFO lines (GPUs)
+
+    @property
+    def world(self):
+        return len(self.trays) * self.local_ranks
+
+    def tray_of(self, rank):
+        return self.trays[rank // self.local_ranks]
+
+    def gpus(self, ranks):
+        return len(ranks) * self.gpus_per_rank
+
+
+@dataclass
+class RankReport:
+    rank: int
+    tray: str
+    joined: bool = False
+    steps: list = field(default_factory=list)  # this rank's [op, bytes, seconds, verified]
+    nccl_lines: list = field(default_factory=list)
+    error: str | None = None
+    not_joined: list = field(default_factory=list)  # trays, when the rendezvous timed out
+    not_arrived: list = field(default_factory=list)  # trays, when a collective timed out
+    timed_out: dict | None = None  # {operation, bytes}
+    job_seconds: list = field(default_factory=list)  # the slowest rank's seconds per step
+    bisection: list = field(default_factory=list)
+    gpu_name: str | None = None
 
 
 def run_collective(args, stdin=None):
-    """(document, exit code) for this node."""
-    if args.nodes < 1 or not 0 <= args.node_rank < args.nodes or args.iterations < 1 or args.size_mb <= 0:
-        raise BackendError("need 0 <= --node-rank < --nodes, --iterations >= 1 and --size-mb > 0")
-    nbytes = int(args.size_mb * 2**20)
-    document = {"format": FORMAT, "kind": "collective", "tray": args.tray, "backend": args.backend,
-                "node_rank": args.node_rank, "nodes": args.nodes, "operation": "all_reduce", "bytes": nbytes,
-                "iterations": args.iterations, "status": "complete", "checks": [], "errors": []}
-    if args.backend == "sim":
-        result = _simulated(args, nbytes, stdin)
+    """(document, exit code) for this tray."""
+    trays, node_rank = _job_trays(args)
+    sizes = [int(args.size_mb * 2**20)] if args.size_mb else parse_sizes(args.sizes)
+    operations = [op.strip() for op in args.operations.split(",") if op.strip()]
+    if not operations or any(op not in OPERATIONS for op in operations):
+        raise BackendError(f"--operations: choose from {','.join(OPERATIONS)}")
+    if args.iterations < 1 or args.op_timeout <= 0:
+        raise BackendError("need --iterations >= 1 and --op-timeout > 0")
+    device, local, gpus_per_rank, info = _open_job_devices(args, stdin, trays[node_rank])
+    refs = load_references(sku=info.get("sku"))
+    plan = JobPlan(trays=trays, local_ranks=local, gpus_per_rank=gpus_per_rank, master_addr=args.master_addr,
+                   master_port=args.master_port, sizes=sizes, operations=operations, iterations=args.iterations,
+                   op_timeout_s=args.op_timeout, rendezvous_timeout_s=args.rendezvous_timeout,
+                   bisect_bytes=parse_sizes(args.bisect_size)[0] if args.bisect and len(trays) > 1 else None,
+                   bisect_margin_pct=float(refs.rules["collective_trays"]["max_below_pct"]),
+                   dist_backend=args.dist_backend or ("nccl" if device[0] == "cuda" else "gloo"), device=device,
+                   debug_dir=info.get("debug_dir"))
+    document = {"format": FORMAT, "kind": "collective", "tray": trays[node_rank], "backend": args.backend,
+                "node_rank": node_rank, "nodes": len(trays), "job_trays": trays, "world_size": plan.world,
+                "gpus": plan.gpus(range(plan.world)), "local_ranks": local, "dist_backend": plan.dist_backend,
+                "sku": info.get("sku"), "operations": operations, "sizes": sizes, "iterations": args.iterations,
+                "status": "complete", "checks": [], "errors": []}
+    if info.get("error"):
+        document.update(status="incomplete", errors=[info["error"]])
+        return _judge(document, refs)
+    first = node_rank * local
+    if local == 1:  # one rank: run it here, without starting (and importing torch in) another process
+        results = queue.Queue()
+        rank_main(plan, first, 0, results)
+        reports = [results.get()]
     else:
-        result = _torch_distributed(args, nbytes)
-    document.update(result)
-    return _judge(document)
+        reports = _spawn_ranks(plan, first, local)
+    document.update(_combine(plan, node_rank, reports))
+    return _judge(document, refs)
 
 
-# --- the simulator -----------------------------------------------------------------------------------
-def _simulated(args, nbytes, stdin):
-    from probes.sim import SimRack
-    from probes.sim.hardware import allreduce_busbw_gbps
-
-    if not args.sim_spec or not args.tray:
-        raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
-    rack = SimRack(read_spec(args.sim_spec, stdin))
-    missing = [tray.name for tray in rack.spec.trays if tray.gpus and tray.unreachable]
-    if args.tray not in rack.trays:
-        raise BackendError(f"rack {rack.spec.rack} has no tray {args.tray!r}")
-    gpus = rack.gpus()
-    world = len(gpus)
-    base = {"dist_backend": "sim", "world_size": world, "sku": rack.spec.sku}
-    if missing:
-        return {**base, "status": "incomplete", "errors": [f"tray {', '.join(missing)} unreachable: the job cannot form"]}
-    t = rack.now()
-    lost = [gpu.id for gpu in gpus if gpu.is_lost(t)]
-    if lost:
-        return {**base, "status": "incomplete", "errors": [f"{', '.join(lost)} lost: the all-reduce cannot complete"]}
-    bandwidth = allreduce_busbw_gbps(gpus, t)
-    seconds = args.iterations * nbytes * 2 * (world - 1) / world / (bandwidth * 1e9)
-    rack.clock.sleep(seconds)
-    prefix = rack.spec.rack + "/"
-    slowest = min(gpus, key=lambda gpu: sum(link.bandwidth_factor(t) for link in gpu.links))
-    mine = rack.trays[args.tray].gpus
-    return {**base, "seconds": seconds, "algbw_gbps": round(args.iterations * nbytes / seconds / 1e9, 2),
-            "busbw_gbps": round(bandwidth, 2), "verified": None,
-            "slowest_gpu": slowest.id.removeprefix(prefix),
-            "ranks": [{"gpu": gpu.id.removeprefix(prefix), "verified": None} for gpu in mine],
-            "note": "the simulator models bandwidth from link state; no data moves, so nothing is verified"}
+def _job_trays(args):
+    if args.job_trays:
+        trays = [t.strip() for t in args.job_trays.split(",") if t.strip()]
+        if not args.tray or args.tray not in trays:
+            raise BackendError(f"--tray {args.tray!r} is not one of --job-trays {args.job_trays}")
+        if len(set(trays)) != len(trays):
+            raise BackendError("--job-trays names a tray twice")
+        return trays, trays.index(args.tray)
+    if args.nodes < 1 or not 0 <= args.node_rank < args.nodes:
+        raise BackendError("need 0 <= --node-rank < --nodes")
+    trays = [f"node{k}" for k in range(args.nodes)]
+    if args.tray:
+        trays[args.node_rank] = args.tray
+    return trays, args.node_rank
 
 
-# --- torch.distributed ------------------------------------------------------------------------------------
-def _torch_distributed(args, nbytes):
+def _open_job_devices(args, stdin, tray):
+    """(device recipe, processes on this tray, GPUs each stands for, {sku, debug_dir, error})."""
+    if args.backend == "sim":
+        if not args.sim_spec or not args.tray:
+            raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
+        spec = read_spec(args.sim_spec, stdin)
+        try:
+            tray_spec = spec.tray(args.tray)
+        except KeyError:
+            raise BackendError(f"rack {spec.rack} has no tray {args.tray!r}") from None
+        if tray_spec.unreachable:
+            raise BackendError(f"{spec.rack}/{args.tray}: no route to host (simulated unreachable tray)", exit_code=3)
+        if not tray_spec.gpus:
+            raise BackendError(f"{spec.rack}/{args.tray} has no GPUs: the collective runs on compute trays")
+        return ("sim", spec.to_dict(), args.tray), 1, len(tray_spec.gpus), {"sku": spec.sku}
     try:
         import torch
     except ImportError:
         raise BackendError("the collective needs PyTorch (pip install 'opsctl[gpu]')") from None
-    if args.device == "cuda" and not torch.cuda.is_available():
+    if args.device == "cpu":
+        return ("cpu",), args.gpus_per_node or 1, 1, {}
+    if not torch.cuda.is_available():
         raise BackendError("PyTorch sees no CUDA GPU; --device cpu --dist-backend gloo runs on CPUs")
-    local = args.gpus_per_node or (torch.cuda.device_count() if args.device == "cuda" else 1)
-    world = args.nodes * local
-    dist_backend = args.dist_backend or ("nccl" if args.device == "cuda" else "gloo")
-    rank_args = (world, dist_backend, args.device, args.master_addr, args.master_port, nbytes, args.iterations,
-                 args.rendezvous_timeout)
-    if local == 1:  # one rank: run it here, without starting (and importing torch in) another process
-        results = queue.Queue()
-        _rank_main(args.node_rank, 0, *rank_args, results)
-        ranks = [results.get()]
-    else:
-        ranks = _spawn_ranks(local, args.node_rank * local, rank_args, args.rendezvous_timeout + 120)
-    ranks.sort(key=lambda r: r["rank"])
-    document = {"dist_backend": dist_backend, "world_size": world, "local_ranks": local, "ranks": ranks,
-                "gpu_name": ranks[0].get("gpu_name") if ranks else None}
-    errors = [f"rank {r['rank']}: {r['error']}" for r in ranks if r.get("error")]
-    if len(ranks) < local:
-        errors.append(f"{local - len(ranks)} of {local} local ranks never reported")
-    if errors:
-        return {**document, "status": "incomplete", "errors": errors}
-    seconds = max(r["job_seconds"] for r in ranks)
-    algbw = args.iterations * nbytes / seconds / 1e9
-    return {**document, "seconds": seconds, "algbw_gbps": round(algbw, 2), "busbw_gbps": round(busbw(algbw, world), 2),
-            "verified": all(r["verified"] for r in ranks)}
+    from probes.compute.collective_device import nccl_debug_dir
+
+    local = args.gpus_per_node or torch.cuda.device_count()
+    return ("cuda",), local, 1, {"sku": _sku_of(torch.cuda.get_device_name(0)), "debug_dir": nccl_debug_dir()}
 
 
-def _spawn_ranks(local, first_rank, rank_args, limit_s):
-    """One process per local rank; their reports, as many as came back within `limit_s`."""
+def _sku_of(gpu_name):
+    refs = load_references(gpu_name)
+    return (refs.sku or {}).get("sku")
+
+
+def _spawn_ranks(plan, first_rank, local):
+    """One process per local rank; their reports, as many as came back in time."""
     context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
     results = context.Queue()
-    workers = [context.Process(target=_rank_main, args=(first_rank + i, i, *rank_args, results), daemon=True)
-               for i in range(local)]
+    workers = [context.Process(target=rank_main, args=(plan, first_rank + i, i, results), daemon=True) for i in range(local)]
     for worker in workers:
         worker.start()
-    deadline = time.monotonic() + limit_s
-    ranks = []
-    while len(ranks) < local and time.monotonic() < deadline:
+    limit = plan.rendezvous_timeout_s + plan.op_timeout_s * (len(plan.sizes) * len(plan.operations) + 8) + 60
+    deadline = time.monotonic() + limit
+    reports = []
+    while len(reports) < local and time.monotonic() < deadline:
         try:
-            ranks.append(results.get(timeout=1))
+            reports.append(results.get(timeout=1))
         except queue.Empty:
             if not any(worker.is_alive() for worker in workers) and results.empty():
                 break
@@ -144,77 +251,302 @@ def _spawn_ranks(local, first_rank, rank_args, limit_s):
         worker.join(timeout=5)
         if worker.is_alive():
             worker.kill()
-    return ranks
+    missing = sorted(set(range(first_rank, first_rank + local)) - {r.rank for r in reports})
+    reports += [RankReport(rank=r, tray=plan.tray_of(r), error="the rank's process never reported") for r in missing]
+    return sorted(reports, key=lambda r: r.rank)
 
 
-def _rank_main(rank, local_rank, world, dist_backend, device_kind, addr, port, nbytes, iterations, timeout_s, results):
-    """One rank, in its own process."""
-    import datetime
-
-    import torch
-    import torch.distributed as dist
-
-    report = {"rank": rank, "local_rank": local_rank}
+# --- one rank ------------------------------------------------------------------------------------------
+def rank_main(plan, rank, local_rank, results):
+    """One rank of the job, in its own process (or the tray's, when it is its only one)."""
+    report = RankReport(rank=rank, tray=plan.tray_of(rank))
     try:
-        if device_kind == "cuda":
-            torch.cuda.set_device(local_rank)
-            device = torch.device("cuda", local_rank)
-            report["device"] = f"cuda:{local_rank}"
-            report["gpu_name"] = torch.cuda.get_device_name(device)
-        else:
-            device = torch.device("cpu")
-            report["device"] = "cpu"
-        dist.init_process_group(dist_backend, init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=timeout_s))
-        try:
-            data = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
-            dist.all_reduce(data)  # warm-up: connections are set up on first use
-            _synchronize(torch, device)
-            dist.barrier()
-            started = time.perf_counter()
-            for _ in range(iterations):
-                dist.all_reduce(data)
-            _synchronize(torch, device)
-            took = torch.tensor([time.perf_counter() - started], dtype=torch.float64, device=device)
-            dist.all_reduce(took, op=dist.ReduceOp.MAX)  # the slowest rank's time is the job's
-            data.fill_(rank + 1)
-            dist.all_reduce(data)
-            expected = world * (world + 1) / 2
-            report.update(seconds=float(time.perf_counter() - started), job_seconds=float(took.item()),
-                          verified=bool(torch.all(data == expected).item()))
-        finally:
-            dist.destroy_process_group()
-    except Exception as error:  # reported, and the node's document is incomplete
-        report["error"] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        _Rank(plan, rank, local_rank, report).run()
+    except Exception as error:  # reported: the tray's document is incomplete
+        report.error = report.error or f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
     results.put(report)
 
 
-def _synchronize(torch, device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def _open_device(plan, local_rank):
+    if plan.device[0] == "sim":
+        from probes.sim import SimRack
+        from probes.sim.collective import SimCollectiveDevice
+
+        return SimCollectiveDevice(SimRack(plan.device[1]), plan.device[2])
+    from probes.compute.collective_device import TorchCollectiveDevice
+
+    return TorchCollectiveDevice(plan.device[0], local_rank, plan.debug_dir)
 
 
-# --- judging -------------------------------------------------------------------------------------------------
-def _judge(document):
+class _Rank:
+    def __init__(self, plan, rank, local_rank, report):
+        self.plan, self.rank, self.report = plan, rank, report
+        self.local_rank = local_rank
+        self.step = 0
+
+    def run(self):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist = torch, dist
+        plan = self.plan
+        self.device = _open_device(plan, self.local_rank)
+        self.report.gpu_name = self.device.name
+        timeout = datetime.timedelta(seconds=plan.rendezvous_timeout_s)
+        try:
+            self.store = dist.TCPStore(plan.master_addr, plan.master_port, None, self.rank == 0, timeout=timeout,
+                                       wait_for_workers=False)
+        except Exception as error:
+            self.report.not_joined = [plan.trays[0]]
+            raise RuntimeError(f"the rendezvous on {plan.trays[0]} ({plan.master_addr}:{plan.master_port}) never "
+                               f"answered: {str(error).splitlines()[0]}") from None
+        try:
+            self._join()
+            self.device.before_init()
+            dist.init_process_group(plan.dist_backend, store=dist.PrefixStore("job", self.store), rank=self.rank,
+                                    world_size=plan.world, timeout=datetime.timedelta(seconds=plan.op_timeout_s))
+            try:
+                self._sweep()
+                if plan.bisect_bytes:
+                    self._bisect()
+                self.report.nccl_lines = self.device.nccl_lines(self.rank, plan.world)
+            finally:
+                dist.destroy_process_group()
+        finally:
+            self._leave()
+
+    # --- rendezvous: every rank says it is here; the ones that never say so are named -------------------
+    def _join(self):
+        plan = self.plan
+        self.store.set(f"joined/{self.rank}", self.report.tray)
+        deadline = time.monotonic() + plan.rendezvous_timeout_s
+        keys = [f"joined/{r}" for r in range(plan.world)]
+        while not self.store.check(keys):
+            if time.monotonic() > deadline:
+                self.report.not_joined = sorted({plan.tray_of(r) for r in range(plan.world)
+                                                 if not self.store.check([f"joined/{r}"])})
+                raise RuntimeError(f"tray(s) {', '.join(self.report.not_joined)} never joined the job "
+                                   f"within {plan.rendezvous_timeout_s:g} s")
+            time.sleep(0.05)
+        self.report.joined = True
+
+    def _leave(self):
+        """The first rank holds the rendezvous: it waits (a while) for the others to finish with it."""
+        try:
+            self.store.set(f"left/{self.rank}", "1")
+            if self.rank == 0:
+                deadline = time.monotonic() + min(30.0, self.plan.op_timeout_s)
+                keys = [f"left/{r}" for r in range(self.plan.world)]
+                while not self.store.check(keys) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+        except Exception:
+            pass  # the store's host is gone: nothing left to wait for
+
+    # --- the collectives ---------------------------------------------------------------------------------
+    def _collective(self, op, nbytes, group=None, ranks=None):
+        """Run `op` on buffers of `nbytes` (as the device moves them): verify one call, time
+        `iterations` more. (seconds for the iterations, verified)."""
+        torch, plan = self.torch, self.plan
+        ranks = list(range(plan.world)) if ranks is None else ranks
+        n = len(ranks)
+        me = ranks.index(self.rank)
+        count = max(1, self.device.real_bytes(nbytes) // 4 // n)  # elements per rank's chunk
+        dev = self.device.torch_device
+        base = torch.arange(n, dtype=torch.float32, device=dev).repeat_interleave(count)  # chunk j holds j
+        if op == "all_reduce":
+            send, recv = torch.full((n * count,), float(me + 1), device=dev), None
+            expected = torch.full((n * count,), float(n * (n + 1) // 2), device=dev)
+        elif op == "all_gather":
+            send, recv = torch.full((count,), float(me + 1), device=dev), torch.empty(n * count, device=dev)
+            expected = base + 1
+        elif op == "reduce_scatter":
+            send, recv = (base + 1) * (me + 1), torch.empty(count, device=dev)
+            expected = torch.full((count,), float((me + 1) * n * (n + 1) // 2), device=dev)
+        else:  # all_to_all: chunk j of rank k goes to rank j
+            send, recv = base + 1 + me * n, torch.empty(n * count, device=dev)
+            expected = me + 1 + torch.arange(n, dtype=torch.float32, device=dev).repeat_interleave(count) * n
+        fresh = send.clone()
+        self._call(op, send, recv, group)
+        result = send if recv is None else recv
+        self.device.received(result)
+        verified = bool(torch.equal(result, expected))
+        self.device.synchronize()
+        started = time.perf_counter()
+        for _ in range(plan.iterations):
+            self._call(op, fresh, recv, group)  # in place for an all-reduce: the values no longer matter
+        self.device.synchronize()
+        measured = time.perf_counter() - started
+        trays = sorted({plan.tray_of(r) for r in ranks}, key=plan.trays.index)
+        seconds = self.device.collective_seconds(op, nbytes, trays, plan.gpus(ranks), plan.iterations, measured)
+        return seconds, verified
+
+    def _call(self, op, send, recv, group):
+        dist = self.dist
+        self._arrive()
+        if op == "all_reduce":
+            work = dist.all_reduce(send, group=group, async_op=True)
+        elif op == "all_gather":
+            work = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)(recv, send, group=group, async_op=True)
+        elif op == "reduce_scatter":
+            work = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)(recv, send, group=group, async_op=True)
+        else:
+            work = dist.all_to_all_single(recv, send, group=group, async_op=True)
+        work.wait(timeout=datetime.timedelta(seconds=self.plan.op_timeout_s))
+
+    def _arrive(self):
+        """Say this rank reached the next collective (a hung GPU never does: it blocks here)."""
+        self.device.before_collective()
+        self.step += 1
+        self.store.set(f"arrived/{self.step}/{self.rank}", "1")
+
+    def _not_arrived(self, ranks):
+        return sorted({self.plan.tray_of(r) for r in ranks if not self.store.check([f"arrived/{self.step}/{r}"])},
+                      key=self.plan.trays.index)
+
+    def _guarded(self, op, nbytes, **kwargs):
+        try:
+            return self._collective(op, nbytes, **kwargs)
+        except Exception as error:
+            ranks = kwargs.get("ranks") or range(self.plan.world)
+            self.report.not_arrived = self._not_arrived(ranks)
+            self.report.timed_out = {"operation": op, "bytes": nbytes}
+            late = (f"; tray(s) that had not arrived: {', '.join(self.report.not_arrived)}" if self.report.not_arrived
+                    else "; every tray had arrived: the collective itself did not finish")
+            self.report.error = (f"{op} of {size_label(nbytes)} did not finish within {self.plan.op_timeout_s:g} s "
+                                 f"({str(error).splitlines()[0][:160]}){late}")
+            raise
+
+    def _sweep(self):
+        torch, dist = self.torch, self.dist
+        for op in self.plan.operations:
+            for nbytes in self.plan.sizes:
+                seconds, verified = self._guarded(op, nbytes)
+                self.report.steps.append([op, nbytes, seconds, verified])
+        # The job's time of each step is its slowest rank's.
+        times = torch.tensor([s[2] for s in self.report.steps], dtype=torch.float64, device=self.device.torch_device)
+        self._arrive()
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)
+        self.report.job_seconds = [float(t) for t in times.cpu()]
+
+    # --- bisection: halves of the trays at once, then halves of the slower half -------------------------
+    def _bisect(self):
+        torch, dist, plan = self.torch, self.dist, self.plan
+        candidates = list(range(len(plan.trays)))
+        while len(candidates) > 1:
+            halves = [candidates[: len(candidates) // 2], candidates[len(candidates) // 2:]]
+            groups = []
+            for half in halves:
+                ranks = [node * plan.local_ranks + i for node in half for i in range(plan.local_ranks)]
+                groups.append((ranks, dist.new_group(ranks)))  # every rank creates every group, in order
+            times = torch.zeros(2, dtype=torch.float64, device=self.device.torch_device)
+            for index, (ranks, group) in enumerate(groups):
+                if self.rank in ranks:
+                    seconds, _ = self._guarded("all_reduce", plan.bisect_bytes, group=group, ranks=ranks)
+                    times[index] = seconds
+            self._arrive()
+            dist.all_reduce(times, op=dist.ReduceOp.MAX)
+            found = []
+            for half, (ranks, _), seconds in zip(halves, groups, times.cpu().tolist()):
+                n = plan.gpus(ranks)
+                algbw = plan.bisect_bytes * plan.iterations / seconds / 1e9 if seconds > 0 else 0.0
+                found.append({"trays": [plan.trays[k] for k in half], "gpus": n,
+                              "busbw_gbps": _figure(busbw("all_reduce", algbw, n))})
+            slower = slower_half(found[0]["busbw_gbps"], found[1]["busbw_gbps"], plan.bisect_margin_pct)
+            self.report.bisection.append({"halves": found, "slower": slower})
+            if slower is None:
+                break
+            candidates = halves[slower]
+
+
+def _figure(value):
+    return float(f"{value:.4g}")
+
+
+def slower_half(busbw_a, busbw_b, margin_pct):
+    """0 or 1: the half whose bus bandwidth is more than margin_pct below the other's; None
+    when neither is (the domain is alike, or alike slow: not one tray's doing)."""
+    fast = max(busbw_a, busbw_b)
+    if fast <= 0:
+        return None
+    for index, value in enumerate((busbw_a, busbw_b)):
+        if value < fast * (1 - margin_pct / 100):
+            return index
+    return None
+
+
+def nccl_paths(lines):
+    """{"paths": {"P2P/MNNVL": count, "NET/IB": count, …}, "nvls": bool}: which transports NCCL's
+    channels took, from its INFO lines."""
+    paths = {}
+    for line in lines:
+        for kind, detail in _VIA.findall(line):
+            key = f"{kind}/{detail}" if detail else kind
+            paths[key] = paths.get(key, 0) + 1
+    return {"paths": dict(sorted(paths.items())), "nvls": any(_NVLS.search(line) for line in lines)}
+
+
+# --- the tray's document -------------------------------------------------------------------------------
+def _combine(plan, node_rank, reports):
+    """This tray's document fields from its ranks' reports."""
+    mine = [asdict(r) for r in reports]
+    errors = [f"rank {r.rank}: {r.error}" for r in reports if r.error]
+    found = {"ranks": [{k: r[k] for k in ("rank", "tray", "joined", "error")} for r in mine],
+             "gpu_name": next((r.gpu_name for r in reports if r.gpu_name), None),
+             "not_joined": sorted({t for r in reports for t in r.not_joined}, key=plan.trays.index),
+             "not_arrived": sorted({t for r in reports for t in r.not_arrived}, key=plan.trays.index),
+             "timed_out": next((r.timed_out for r in reports if r.timed_out), None),
+             "transport": nccl_paths([line for r in reports for line in r.nccl_lines]),
+             "nccl_lines": [line for r in reports for line in r.nccl_lines][:50]}
+    wrong = sorted({(s[0], s[1]) for r in reports for s in r.steps if not s[3]})
+    found["wrong_results"] = [{"operation": op, "bytes": nbytes} for op, nbytes in wrong]
+    job = next((r for r in reports if r.job_seconds), None)
+    if job is not None:
+        n = plan.gpus(range(plan.world))
+        results = []
+        for (op, nbytes, _, _), seconds in zip(job.steps, job.job_seconds):
+            algbw = nbytes * plan.iterations / seconds / 1e9 if seconds > 0 else 0.0
+            results.append({"operation": op, "bytes": nbytes, "size": size_label(nbytes), "seconds": seconds / plan.iterations,
+                            "algbw_gbps": _figure(algbw), "busbw_gbps": _figure(busbw(op, algbw, n))})
+        found["results"] = results
+        found["bisection"] = job.bisection
+    if errors or any(not r.steps for r in reports):
+        found["status"] = "incomplete"
+        found["errors"] = errors or ["a rank finished without results"]
+    return found
+
+
+def _judge(document, refs):
+    """The tray's checks: its ranks' results verified; and, since every tray holds the job's
+    figures, bus bandwidth against the GPU model's floor and the path NCCL took."""
+    checks = document["checks"]
     if document["status"] != "complete":
-        document["checks"].append(check("collective.all_reduce", "tray", "incomplete", None, None, "", "",
-                                        "a collective that cannot form or finish is not a pass", "; ".join(document["errors"])))
-        return document, EXIT_INCOMPLETE
-    if document.get("verified") is not None:
-        document["checks"].append(check("collective.verified", "tray", "pass" if document["verified"] else "fail",
-                                        document["verified"], True, "result", "!=", VERIFY_SOURCE,
-                                        "every rank's result was exact" if document["verified"]
-                                        else "a rank's all-reduce result was wrong"))
-    refs = load_references(document.get("gpu_name"), sku=document.get("sku"))
+        checks.append(check("collective.complete", "tray", "incomplete", None, None, "", "",
+                            "a collective that cannot form or finish is not a pass", "; ".join(document["errors"])))
+    for wrong in document.get("wrong_results") or []:
+        checks.append(check("collective.verified", "tray", "fail", wrong, "exact", "result", "!=", VERIFY_SOURCE,
+                            f"{wrong['operation']} of {size_label(wrong['bytes'])}: a rank of this tray got a wrong result"))
+    if document.get("results") and not document.get("wrong_results"):
+        checks.append(check("collective.verified", "tray", "pass", True, "exact", "result", "!=", VERIFY_SOURCE,
+                            f"every result of this tray's ranks was exact ({len(document['results'])} collectives)"))
     figure = (refs.sku or {}).get("collective")
     if figure:
-        value = document["busbw_gbps"]
-        verdict = "fail" if value < figure["min_busbw_gbps"] else "pass"
-        slowest = f"; slowest GPU {document['slowest_gpu']}" if document.get("slowest_gpu") else ""
-        document["checks"].append(check("collective.busbw", "tray", verdict, value, figure["min_busbw_gbps"], "GB/s", "<",
-                                        figure["source"],
-                                        f"all-reduce of {document['bytes'] / 2**20:.0f} MiB over {document['world_size']} "
-                                        f"ranks: bus bandwidth {value:.0f} GB/s{slowest}"))
-    failed = any(c["verdict"] == "fail" for c in document["checks"])
+        for row in document.get("results") or []:
+            if row["operation"] == "all_reduce" and row["bytes"] >= figure.get("from_bytes", 0):
+                value = row["busbw_gbps"]
+                checks.append(check(f"collective.all_reduce.busbw.{row['size']}", "job",
+                                    "fail" if value < figure["min_busbw_gbps"] else "pass", value,
+                                    figure["min_busbw_gbps"], "GB/s", "<", f"{figure['source']}; {BUSBW_SOURCE}",
+                                    f"all-reduce of {row['size']} over {document['gpus']} GPUs: bus bandwidth "
+                                    f"{value:.0f} GB/s"))
+    rule = refs.rules.get("collective_transport") or {}
+    transport = document.get("transport") or {}
+    if document.get("sku") in rule.get("network_fails", []) and transport.get("paths"):
+        network = {k: v for k, v in transport["paths"].items() if k.split("/")[0] in ("NET", "COLLNET")}
+        checks.append(check("collective.transport", "job", "fail" if network else "pass", sorted(transport["paths"]),
+                            "NVLink (P2P, NVLS)", "path", "!=", f"{rule['source']}; {TRANSPORT_SOURCE}",
+                            f"NCCL fell back to the network ({', '.join(sorted(network))}) inside the NVLink domain"
+                            if network else f"NCCL's channels went over NVLink ({', '.join(sorted(transport['paths']))})"))
+    if document["status"] != "complete":
+        return document, EXIT_INCOMPLETE
+    failed = any(c["verdict"] == "fail" for c in checks)
     return document, EXIT_FAILED if failed else EXIT_OK
-

@@ -22,9 +22,9 @@ rack_relative:
 
 def test_the_default_criteria_are_versioned_and_hashed():
     criteria = load_criteria()
-    assert criteria.name == "opsctl-default" and criteria.version == "1.0"
+    assert criteria.name == "opsctl-default" and criteria.version == "1.1"
     assert criteria.sha256 == hashlib.sha256(DEFAULT_CRITERIA.read_bytes()).hexdigest()
-    assert set(criteria.probes) == {"gemm", "membw", "nvlink", "counters"}
+    assert {"gemm", "membw", "nvlink", "counters", "collective"} <= set(criteria.probes)  # collective: the NVLink domain
     assert {r.metric for r in criteria.rules} >= {"gemm_bf16_tflops", "temperature_c", "sm_clock_mhz", "power_w"}
     assert criteria.record()["sha256"] == criteria.sha256
 

@@ -11,14 +11,18 @@ from pathlib import Path
 
 from opsctl.burnin.rack_relative import METRICS
 from opsctl.errors import InputError
+from opsctl.input_checks import MAX_SECONDS, number
 from opsctl.yaml_input import parse_yaml, require_mapping
 
 DEFAULT_CRITERIA = Path(__file__).resolve().parent.parent / "data" / "criteria" / "default.yaml"
-PROBES = ("gemm", "membw", "nvlink", "counters")
+PROBES = ("gemm", "membw", "nvlink", "hbm", "configuration", "counters", "collective")  # collective: the rack's NVLink domain as one job
 VERDICTS = ("fail", "warn")
 _TOP_KEYS = {"criteria", "version", "description", "probes", "duration_s", "run_timeout_s", "warnings_fail",
              "rack_relative"}
 _RULE_KEYS = {"metric", "worse", "pct", "delta", "robust_sigmas", "verdict"}
+# A margin wider than these compares nothing: a typo, refused rather than a rule switched off.
+MAX_PCT = 1000.0
+MAX_SIGMAS = 100.0
 
 
 @dataclass(frozen=True)
@@ -74,17 +78,15 @@ def _fail(path, message):
     raise InputError(f"{path}: {message}")
 
 
-def _number(data, key, path, minimum=0.0, default=None):
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= minimum:
-        _fail(path, f"{key} must be a number above {minimum:g}, got {value!r}")
-    return float(value)
+def _number(data, key, path, minimum=0.0, default=None, maximum=None):
+    # Finite (`pct: .nan` would pass every comparison and switch the rule off) and in range.
+    return float(number(data.get(key, default), f"{path}: {key}", minimum, maximum, min_open=True))
 
 
 def _text(data, key, path):
     value = data.get(key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf"):
+        value = str(value)  # version: 1.0 (but never nan or inf)
     if not isinstance(value, str) or not value.strip():
         _fail(path, f"{key} must be given as text (e.g. {key}: \"1.0\")")
     return value.strip()
@@ -97,8 +99,8 @@ def _parse(data, path, sha256):
     probes = data.get("probes", list(PROBES))
     if not isinstance(probes, list) or not probes or any(p not in PROBES for p in probes):
         _fail(path, f"probes must be a list drawn from {', '.join(PROBES)}, got {probes!r}")
-    duration = _number(data, "duration_s", path)
-    timeout = _number(data, "run_timeout_s", path, default=max(2 * duration, duration + 300))
+    duration = _number(data, "duration_s", path, maximum=MAX_SECONDS)
+    timeout = _number(data, "run_timeout_s", path, default=max(2 * duration, duration + 300), maximum=2 * MAX_SECONDS)
     if timeout <= duration:
         _fail(path, f"run_timeout_s ({timeout:g}) must be longer than duration_s ({duration:g})")
     warnings_fail = data.get("warnings_fail", False)
@@ -134,7 +136,7 @@ def _rule(rule, index, path):
     if unknown:
         _fail(path, f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
     metric = rule.get("metric")
-    if metric not in METRICS:
+    if not isinstance(metric, str) or metric not in METRICS:
         _fail(path, f"{where}: metric must be one of {', '.join(METRICS)}, got {metric!r}")
     worse = rule.get("worse")
     if worse not in ("lower", "higher"):
@@ -142,12 +144,12 @@ def _rule(rule, index, path):
     if ("pct" in rule) == ("delta" in rule):
         _fail(path, f"{where}: give exactly one of pct (percent of the median) or delta (in {METRICS[metric].unit})")
     margin_key = "pct" if "pct" in rule else "delta"
-    margin = _number(rule, margin_key, f"{path}: {where}")
+    margin = _number(rule, margin_key, f"{path}: {where}", maximum=MAX_PCT if margin_key == "pct" else None)
     verdict = rule.get("verdict", "fail")
     if verdict not in VERDICTS:
         _fail(path, f"{where}: verdict must be fail or warn, got {verdict!r}")
     return RelativeRule(
         metric=metric, worse=worse, pct=margin if margin_key == "pct" else None,
         delta=margin if margin_key == "delta" else None,
-        robust_sigmas=_number(rule, "robust_sigmas", f"{path}: {where}", default=6), verdict=verdict,
+        robust_sigmas=_number(rule, "robust_sigmas", f"{path}: {where}", default=6, maximum=MAX_SIGMAS), verdict=verdict,
     )

@@ -76,20 +76,26 @@ def _port_reading(gpu, port):
     return None
 
 
-def rack_snapshot(rack, model, window_s, rows, gpus, trays):
+def rack_snapshot(rack, model, window_s, rows, gpus, trays, link_checks=None):
     """CONTRACT's link-health snapshot of the burn-in window (input of `opsctl localize`), with
     the fields the localizer also reads: each end of a link (`side`), the effective BER, XIDs
-    with their time, and which trays answered.
+    with their time, which trays answered, and the checks a link failed on its own measurement.
 
     gpus: [{"id", "reachable", "xids": [{"xid", "time"}]}] of the GPUs whose tray reported;
-    trays: [{"tray", "status", "error"}]. Links nobody read are left out, as CONTRACT says:
-    absent is 'not observed', not healthy."""
+    trays: [{"tray", "status", "error"}]; link_checks: {link id: [{"check", "value", "reason"}]}.
+    Links nobody read are left out, as CONTRACT says: absent is 'not observed', not healthy."""
     links = []
+    link_checks = link_checks or {}
     for row in rows:
+        entries = []
         if row.state is not None or row.deltas:
-            links.append(_snapshot_entry(row, "gpu", row.state, row.deltas, row.effective_ber))
+            entries.append(_snapshot_entry(row, "gpu", row.state, row.deltas, row.effective_ber))
         if row.switch_deltas is not None:
-            links.append(_snapshot_entry(row, "switch", row.switch_state, row.switch_deltas, None))
+            entries.append(_snapshot_entry(row, "switch", row.switch_state, row.switch_deltas, None))
+        if row.id in link_checks:  # on one end's entry (a bare one when neither end's counters were read)
+            entries = entries or [{"gpu": row.gpu, "port": row.port, "side": "gpu"}]
+            entries[0]["failed_checks"] = link_checks[row.id]
+        links += entries
     return {"format": SNAPSHOT_FORMAT, "rack": rack, "model": model, "window_seconds": window_s,
             "links": links, "gpus": gpus, "trays": trays}
 

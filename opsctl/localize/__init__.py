@@ -21,6 +21,7 @@ from opsctl.errors import InputError
 from opsctl.localize.evidence import (
     gpu_log_ratio, link_log_ratios, nvlink_xid_gpus, nvlink_xid_log_ratio, verdict_log_ratio,
 )
+from opsctl.localize.measured import read_measured, with_measured_links
 from opsctl.localize.parts import part_index_for
 from opsctl.localize.result import LinkDetails, RackResult
 from opsctl.localize.search import Evidence, find_faults
@@ -39,12 +40,22 @@ def _index_for_topology(topology):
     return part_index_for(topology.model, topology.cabling_map_path if custom else None)
 
 
-def _evidence(index, log_r, gpu_xids, lost):
+def _evidence(index, log_r, gpu_xids, lost, observed_gpus):
     nvlink_gpus = nvlink_xid_gpus(gpu_xids)
     gpu_own = np.array([gpu_log_ratio([code for code, _ in gpu_xids.get(g, [])], g in lost) for g in range(len(index.gpu_ids))])
     gpu_origin = np.zeros(len(index.gpu_ids))
-    gpu_origin[list(nvlink_gpus)] = nvlink_xid_log_ratio()
+    # An NVLink XID points at a part on the GPU's own links; with none of them read, nothing says
+    # which part, and the prior alone would pick one (a cartridge) with confidence it has not earned.
+    gpu_origin[[g for g in nvlink_gpus if g in observed_gpus]] = nvlink_xid_log_ratio()
     return Evidence(log_r, gpu_own, gpu_origin), nvlink_gpus
+
+
+def _gpus_with_links_read(observation, index):
+    """The GPU indices with at least one link read at either end."""
+    read = np.zeros(index.links, dtype=bool)
+    for readings in observation.sides.values():
+        read |= readings.observed
+    return set(np.unique(index.link_gpu[read]).tolist())
 
 
 def _localize_observation(observation, index, mttr, log_r=None):
@@ -52,10 +63,12 @@ def _localize_observation(observation, index, mttr, log_r=None):
     judged by the rulebook from its readings."""
     if log_r is None:
         log_r = link_log_ratios(observation.sides, observation.window_s)
+    link_checks, tray_checks = read_measured(observation.document, observation.source, index)
+    log_r = with_measured_links(log_r, link_checks)  # a link's failed traffic check, beside its counters
     lost = lost_gpus(observation, index)
-    evidence, nvlink_gpus = _evidence(index, log_r, observation.gpu_xids, lost)
+    evidence, nvlink_gpus = _evidence(index, log_r, observation.gpu_xids, lost, _gpus_with_links_read(observation, index))
     details = LinkDetails(observation.sides, observation.window_s, observation.gpu_xids, nvlink_gpus, lost,
-                          int(np.sum(observation.gpu_reachable == 1)), observation.gpu_checks)
+                          int(np.sum(observation.gpu_reachable == 1)), observation.gpu_checks, link_checks, tray_checks)
     slots = find_faults(index, evidence)
     result = RackResult(observation.rack, index, evidence, details, mttr)
     return result.document(slots, observation.window_s, unread_trays(observation, index), observation.source,

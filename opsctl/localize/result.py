@@ -5,6 +5,7 @@ import numpy as np
 
 from opsctl.localize.evidence import COUNTERS, SOURCE, XID_SOURCE, gpu_xid
 from opsctl.localize.gpu_faults import worst_fault
+from opsctl.localize.measured import JUDGED_TRAY, TRAY_KINDS, judged_trays
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
 from opsctl.localize.search import DECIDE
 from opsctl.runbooks import runbook_for
@@ -68,7 +69,7 @@ class RackResult:
         gpu = index.gpu_index.get(part_id) if kind == "gpu" else None
         xids = self.details.gpu_xid_codes.get(gpu, []) if gpu is not None else []
         lost = gpu in self.details.lost if gpu is not None else False
-        failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else []
+        failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else self.details.tray_checks.get(part_id, [])
         context = gpu_repair_context(xids, lost, failed) if kind == "gpu" else None
         repair = self.mttr.repair(f"{TEMPLATE_RACK}/{part_id}", index.topology, context) if self.mttr else None
         if repair is not None and alternative_to is None:
@@ -104,7 +105,8 @@ class RackResult:
         fault = worst_fault(failed)
         entry["runbook"] = (runbook_for(kind=fault.kind) if fault and not telling else None) or runbook_for(kind=kind, xids=telling)
         entry["evidence"] = self.describe(bad, xids, lost, gpu, failed)
-        entry["judgement"] = {**(JUDGED if judged else JUDGEMENT), "value": entry["score"]}
+        judgement = (JUDGED_TRAY if kind in TRAY_KINDS else JUDGED) if judged else JUDGEMENT
+        entry["judgement"] = {**judgement, "value": entry["score"]}
         return entry
 
     def describe(self, bad_links, xids, lost, gpu, failed=()):
@@ -144,7 +146,10 @@ class RackResult:
 
     def document(self, slots, window_s, unread, source, taken=None):
         suspects = [self.suspect(s.part, s.score, s.q) for s in slots]
-        suspects += [self.suspect(int(self.index.gpu_part[gpu]), 1.0, judged=True) for gpu in self.judged_gpus(slots)]
+        judged = [int(self.index.gpu_part[gpu]) for gpu in self.judged_gpus(slots)]
+        suspects += [self.suspect(part, 1.0, judged=True) for part in judged]
+        declared = [s.part for s in slots] + judged
+        suspects += [self.suspect(part, 1.0, judged=True) for part in judged_trays(self.index, declared, self.details.tray_checks)]
         for s in slots:
             for part, score in s.alternatives:
                 suspects.append(self.suspect(part, score, alternative_to=self.full(self.index.part_ids[s.part])))
@@ -178,7 +183,8 @@ class RackResult:
 class LinkDetails:
     """The readings behind the evidence, kept to quote them in a suspect's evidence."""
 
-    def __init__(self, observation_sides, window_s, gpu_xids, nvlink_gpus, lost, gpus_answered, gpu_checks=None):
+    def __init__(self, observation_sides, window_s, gpu_xids, nvlink_gpus, lost, gpus_answered, gpu_checks=None,
+                 link_checks=None, tray_checks=None):
         self.sides = observation_sides
         self.window_s = window_s
         self.observed = np.zeros_like(next(iter(observation_sides.values())).observed)
@@ -188,6 +194,8 @@ class LinkDetails:
         self.gpu_xid_codes = {gpu: [code for code, _ in events] for gpu, events in gpu_xids.items()}
         self.nvlink_gpus = nvlink_gpus
         self.gpu_checks = gpu_checks or {}
+        self.link_checks = link_checks or {}  # link index -> the checks it failed on its own measurement (measured.py)
+        self.tray_checks = tray_checks or {}  # tray -> likewise
         self.lost = set(lost)
         self.gpus_answered = gpus_answered
 
@@ -204,4 +212,5 @@ class LinkDetails:
             if not np.isnan(readings.ber[link]):
                 values.append(f"BER {readings.ber[link]:.0e}")
             parts.append(f"{', '.join(values) or 'clean'} at the {side.upper() if side == 'gpu' else side} end")
+        parts += [f"failed {c['check']}" + (f" ({c['reason']})" if c.get("reason") else "") for c in self.link_checks.get(link, [])]
         return f"{'; '.join(parts)}, in {self.window_s:g} s" if parts else "judged failing"

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from opsctl.acceptance.trial import trial_sentence
+from opsctl.reports.domain_section import domain_html
 from opsctl.reports.formatting import fails_when, primary_suspects, reading, shown_checks
 from opsctl.reports.inventory import read_tray_inventory, rack_serials
 from opsctl.reports.pictures import VERDICT_COLOURS, bar_chart, heatmap, rack_view
@@ -357,6 +358,9 @@ def render_html(summary, run_path):
 
 <h2>GPUs against the rack</h2>
 <div class="pictures">{_gpu_charts(summary)}</div>
+
+{'<h2>The NVLink domain</h2>' if summary.get('domain') else ''}
+{domain_html(summary, _table)}
 
 <h2>Every failed check</h2>
 {_failures(summary)}

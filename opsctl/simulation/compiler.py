@@ -45,6 +45,7 @@ class _Builder:
         self.gpus = {}  # gpu id -> GpuSpec
         self.links = {}  # link id -> LinkSpec
         self.unreachable = set()
+        self.domain = {}  # the NVLink domain's software state (RackSpec.domain)
 
     # --- the healthy rack --------------------------------------------------------------------
     def build_hardware(self):
@@ -257,6 +258,65 @@ class _Builder:
             self._fail(fault, f"unknown tray {fault.target!r}")
         self.unreachable.add(tray)
 
+    # --- tray depth ------------------------------------------------------------------------------
+    def hbm_bad_cells(self, fault):
+        p = fault.params
+        if p["size_mib"] <= 0:
+            self._fail(fault, "size_mib must be above 0")
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "hbm_bad_cells", {"offset_bytes": int(p["offset_gib"] * 2**30),
+                                                      "size_bytes": max(1, int(p["size_mib"] * 2**20))}, fault)
+
+    def firmware_mismatch(self, fault):
+        if not self.model.is_nvl72:
+            self._fail(fault, "an HGX rack is one server, with no other tray to differ from: firmware_mismatch is for NVL72 racks")
+        tray = fault.target.split("/")[-1]
+        if tray not in self.model.compute_tray_names():
+            self._fail(fault, f"unknown compute tray {fault.target!r}")
+        for gpu in self.gpus.values():
+            if self.model.gpu_tray(gpu.rack_index) == tray:
+                self.gpu_effect(gpu.id, "firmware", {"vbios": fault.params["vbios"]}, fault)
+
+    def ecc_disabled(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "ecc_mode", {"enabled": False}, fault)
+
+    def pcie_degraded(self, fault):
+        if self.model.is_nvl72:
+            self._fail(fault, "a GB200 GPU reaches its CPU over NVLink-C2C, not PCIe: pcie_degraded is for HGX racks")
+        p = fault.params
+        if p.get("width", 16) not in (1, 2, 4, 8, 16) or not 1 <= p.get("gen", 5) <= 6:
+            self._fail(fault, "width must be 1, 2, 4, 8 or 16 lanes and gen 1 to 6")
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "pcie", dict(p), fault)
+
+    def deterministic_sdc(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "deterministic_sdc", {}, fault)
+
+    def c2c_link_down(self, fault):
+        if not self.model.is_nvl72:
+            self._fail(fault, "an HGX GPU reaches its CPU over PCIe, not NVLink-C2C: c2c_link_down is for GB200 racks")
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "c2c_down", {}, fault)
+
+    def imex_missing(self, fault):
+        tray = fault.target.split("/")[-1]
+        if tray not in self.model.compute_tray_names():
+            self._fail(fault, f"unknown compute tray {fault.target!r}")
+        self.domain.setdefault("imex_missing", []).append(tray)
+
+    def fabric_clique(self, fault):
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "fabric", {"clique_id": fault.params["clique_id"]}, fault)
+
+    def nccl_fallback(self, fault):
+        self.domain["nccl_fallback"] = True
+
+    def switch_chip_degraded(self, fault):
+        for link_id in self.part(fault, ("switch_chip",)).links:
+            self.link_effect(link_id, "bandwidth", fault.params, fault)
+
     def bad_pins(self, fault):
         p = fault.params
         part = self.part(fault)
@@ -303,6 +363,16 @@ FAULT_HANDLERS = {
     "not_supported": _Builder.not_supported,
     "fabric_degraded": _Builder.fabric_degraded,
     "tray_unreachable": _Builder.tray_unreachable,
+    "imex_missing": _Builder.imex_missing,
+    "fabric_clique": _Builder.fabric_clique,
+    "nccl_fallback": _Builder.nccl_fallback,
+    "switch_chip_degraded": _Builder.switch_chip_degraded,
+    "hbm_bad_cells": _Builder.hbm_bad_cells,
+    "firmware_mismatch": _Builder.firmware_mismatch,
+    "ecc_disabled": _Builder.ecc_disabled,
+    "pcie_degraded": _Builder.pcie_degraded,
+    "deterministic_sdc": _Builder.deterministic_sdc,
+    "c2c_link_down": _Builder.c2c_link_down,
 }
 
 
@@ -327,5 +397,6 @@ def compile_rack_spec(scenario, topology):
         clique_id=int(_hex(scenario.seed, topology.rack, "clique", length=4), 16) % 32767 + 1,
         driver_version=DRIVER[sku],
         noise=dict(scenario.noise),
+        domain=builder.domain,
         trays=trays,
     )

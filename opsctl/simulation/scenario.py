@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass, field
 
 from opsctl.errors import InputError
-from opsctl.yaml_input import load_yaml_file, parse_yaml, require_mapping
+from opsctl.input_checks import shown
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, parse_yaml, require_mapping
 
 _NUMBER = "number"
 _COUNT = "count"
@@ -26,6 +27,7 @@ _FRACTION = "fraction"  # 0 < x ≤ 1
 _PROBABILITY = "probability"  # 0 ≤ x ≤ 1
 _BOOL = "bool"
 _TEXT_LIST = "text list"
+_TEXT = "text"
 
 _RECOVERY_ACTION = "recovery action"
 RECOVERY_ACTIONS = ("none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset")  # NVML's nvmlDeviceGpuRecoveryAction_t
@@ -61,14 +63,35 @@ FAULT_KINDS = {
     "not_supported": ("gpu", {"calls": _TEXT_LIST, "fields": _TEXT_LIST}, ()),
     "fabric_degraded": ("gpu", {**_WINDOW, "route_unhealthy": _BOOL}, ()),
     "tray_unreachable": ("tray", {}, ()),
+    # The NVLink domain as one job: IMEX not running on a tray, a GPU registered in another
+    # clique, NCCL taking the network instead of NVLink (no target: the rack's job), a switch
+    # chip whose every link carries only `factor` of its bandwidth.
+    "imex_missing": ("tray", {}, ()),
+    "fabric_clique": ("gpu", {"clique_id": _COUNT}, ("clique_id",)),
+    "nccl_fallback": (None, {}, ()),
+    "switch_chip_degraded": ("part", {**_WINDOW, "factor": _FRACTION}, ("factor",)),
+    # Tray depth: a weak HBM range, a tray flashed with another VBIOS, ECC off, a PCIe link
+    # trained below its best (HGX), a GPU that computes the same wrong result every time.
+    "hbm_bad_cells": ("gpu", {"offset_gib": _NUMBER, "size_mib": _NUMBER}, ("offset_gib", "size_mib")),
+    "firmware_mismatch": ("tray", {"vbios": _TEXT}, ("vbios",)),
+    "ecc_disabled": ("gpu", {}, ()),
+    "pcie_degraded": ("gpu", {"width": _COUNT, "gen": _COUNT}, ()),
+    "deterministic_sdc": ("gpu", {}, ()),
+    "c2c_link_down": ("gpu", {}, ()),  # GB200: the GPU's NVLink-C2C link to its Grace CPU inactive
 }
-TARGET_KEYS = {"link": ("link", "gpu", "port"), "part": ("part",), "gpu": ("gpu",), "tray": ("tray",)}
+TARGET_KEYS = {"link": ("link", "gpu", "port"), "part": ("part",), "gpu": ("gpu",), "tray": ("tray",), None: ()}
 NOISE_KEYS = {"crc_per_s": _NUMBER, "replay_per_s": _NUMBER, "symbol_per_s": _NUMBER, "ber": _PROBABILITY}
 # In-spec noise by the rulebook: CRC far below DCGM's 100/s, an effective BER far below 1e-12.
 # No replay: DCGM fails a link on any replay in its window, so a replay is a fault, not noise
 # (a scenario may still add replay_per_s to its noise, and then expects those links to fail).
 DEFAULT_NOISE = {"crc_per_s": 0.002, "ber": 1e-15}
 TOP_KEYS = {"scenario", "description", "seed", "rack", "noise", "faults"}
+# What one scenario may ask of the simulator, so that no file makes a probe or an exporter grow
+# without bound: a 1 µs flap or XID repeat is a million events a second on every GPU it names.
+MAX_FAULTS = 5_000
+MIN_REPEAT_S = 1.0  # an XID repeats, a link flaps, at most once a second
+MAX_XID_COUNT = 10_000  # repeats of one xid fault
+MAX_WHOLE = 2**32 - 1  # counts, XID codes and the kernel log's 32-bit registers
 
 
 @dataclass(frozen=True)
@@ -104,16 +127,22 @@ def _value(value, kind, where):
         if value not in RECOVERY_ACTIONS:
             raise InputError(f"{where} must be one of {', '.join(RECOVERY_ACTIONS)}, got {value!r}")
         return value
+    if kind == _TEXT:
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{where} must be text, got {value!r}")
+        return value
     if kind == _TEXT_LIST:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise InputError(f"{where} must be a list of names, got {value!r}")
         return list(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where} must be a number, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"{where} must be a finite number ≥ 0, got {value!r}")
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:  # isfinite(10**400) overflows
+        raise InputError(f"{where} must be a finite number ≥ 0, got {shown(value)}")
     if kind == _COUNT and (not isinstance(value, int)):
         raise InputError(f"{where} must be a whole number, got {value!r}")
+    if kind == _COUNT and value > MAX_WHOLE:
+        raise InputError(f"{where} must be at most {MAX_WHOLE}, got {shown(value)}")
     if kind == _FRACTION and not 0 < value <= 1:
         raise InputError(f"{where} must be in (0, 1], got {value!r}")
     if kind == _PROBABILITY and value > 1:
@@ -126,7 +155,7 @@ def _parse_fault(index, raw, source):
     if not isinstance(raw, dict):
         raise InputError(f"{where}: expected a mapping with a 'kind', got {type(raw).__name__}")
     kind = raw.get("kind")
-    if kind not in FAULT_KINDS:
+    if not isinstance(kind, str) or kind not in FAULT_KINDS:  # a list is no kind (and cannot be looked up)
         raise InputError(f"{where}: unknown kind {kind!r} (known: {', '.join(sorted(FAULT_KINDS))})")
     where = f"{source}: faults[{index}] ({kind})"
     target_kind, keys, required = FAULT_KINDS[kind]
@@ -142,12 +171,20 @@ def _parse_fault(index, raw, source):
         raise InputError(f"{where}: end_s must be after start_s")
     if kind == "link_flap" and params.get("down_s", 5.0) >= params.get("period_s", 60.0):
         raise InputError(f"{where}: down_s must be shorter than period_s")
+    for key in ("repeat_s", "period_s"):
+        if key in params and params[key] < MIN_REPEAT_S:
+            raise InputError(f"{where}: {key} must be at least {MIN_REPEAT_S:g} s (a faster {kind} floods the simulator), "
+                             f"got {params[key]!r}")
+    if params.get("count", 0) > MAX_XID_COUNT:
+        raise InputError(f"{where}: count must be at most {MAX_XID_COUNT:,}, got {shown(params['count'])}")
     if kind == "bad_pins" and "links" in params and "fraction" in params:
         raise InputError(f"{where}: give links or fraction, not both")
     if kind == "bad_pins" and params.get("links") == 0:
         raise InputError(f"{where}: links must be at least 1")
 
     port = None
+    if target_kind is None:  # a fault of the rack's job as a whole
+        return Fault(index=index, kind=kind, target="rack", port=None, params=params)
     if target_kind == "link" and "link" not in raw:
         if "gpu" not in raw or "port" not in raw:
             raise InputError(f"{where}: give link (an id) or gpu and port")
@@ -183,6 +220,8 @@ def parse_scenario(data, source):
     faults_raw = data.get("faults") or []
     if not isinstance(faults_raw, list):
         raise InputError(f"{source}: faults must be a list")
+    if len(faults_raw) > MAX_FAULTS:
+        raise InputError(f"{source}: {len(faults_raw):,} faults; a scenario holds at most {MAX_FAULTS:,}")
     for key in ("scenario", "description", "rack"):
         if key in data and data[key] is not None and not isinstance(data[key], str):
             raise InputError(f"{source}: {key} must be text")
@@ -198,7 +237,7 @@ def parse_scenario(data, source):
 
 
 def load_scenario(path):
-    return parse_scenario(load_yaml_file(path), path)
+    return parse_scenario(load_yaml_file(path, MAX_WRITTEN_BYTES), path)
 
 
 def healthy_scenario(name="healthy", seed=0):

@@ -1,0 +1,93 @@
+"""What links and trays failed on their own measurement, beside their counters: evidence the
+localizer weighs with the counters' (a link), or a fault it names by judgment (a tray).
+
+The burn-in measures more than error counters. A link that carried under 75% of its GPU's
+median link (`nvlink.link_traffic`) runs degraded — fewer lanes or a lower rate — which no
+error counter need show; the NVLink domain's bisection can narrow a slow all-reduce to one tray
+(`collective.bisection`). A snapshot carries them as the entry's `failed_checks`, as it carries
+a GPU's own:
+
+    "links": [{"gpu": "rack07/ct03/gpu2", "port": 4, …, "failed_checks": [{"check": "nvlink.link_traffic", "value": 11.1, "reason": …}]}]
+    "trays": [{"tray": "ct05", "status": "complete", "failed_checks": [{"check": "collective.bisection", …}]}]
+
+Links. A link with a failed check of its own is judged failing, whatever its counters say:
+clean counters say that a link makes no errors, not that it carries its bandwidth (a link
+trained with fewer lanes counts none), so they do not weigh against the check. Its log ratio
+is at least a failing judgment's (evidence.verdict_log_ratio("fail")), and the search names the
+smallest part that explains every failing link, by counters and by measurement alike: one link
+is that link, a connector's few are the connector, a switch chip's 72 are the chip.
+
+Trays. A tray that failed a check of its own is a fault by judgment, as a GPU's own failed
+check is (result.RackResult.judged_gpus): named, with its repair, unless a declared part inside
+it — one of its links or connectors, a GPU of it, the tray itself — already explains it (a
+degraded link of the tray is what made it slow, and that link is the repair).
+"""
+
+import numpy as np
+
+from opsctl.errors import InputError
+from opsctl.localize.evidence import verdict_log_ratio
+from opsctl.localize.snapshot import _link_index
+
+FAILED = verdict_log_ratio("fail")
+TRAY_KINDS = ("compute_tray", "switch_tray")
+JUDGED_TRAY = {
+    "judged": "the tray failed a measurement of its own (failed_checks in its evidence) that no part inside it explains",
+    "threshold": None,
+    "source": "probes/references/rules.yaml, as each failed check names (collective_trays: the NVLink domain's bisection)",
+}
+
+
+def _failed_checks(value, where):
+    if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("check"), str) for c in value):
+        raise InputError(f"{where}: failed_checks must be a list of mappings, each with a check name")
+    return [{"check": c["check"], "value": c.get("value"), "reason": c.get("reason")} for c in value]
+
+
+def read_measured(document, source, index):
+    """({link index: [failed check]}, {tray: [failed check]}) of a snapshot already checked by
+    parse_snapshot (so its links and trays are known ones)."""
+    prefix = document["rack"] + "/"
+    links = {}
+    for i, entry in enumerate(document.get("links") or []):
+        if isinstance(entry, dict) and entry.get("failed_checks"):
+            where = f"{source}: links[{i}]"
+            link = _link_index(entry, where, prefix, index, entry.get("side", "gpu"))
+            links.setdefault(link, []).extend(_failed_checks(entry["failed_checks"], where))
+    trays = {}
+    for i, entry in enumerate(document.get("trays") or []):
+        if isinstance(entry, dict) and entry.get("failed_checks"):
+            trays[entry["tray"]] = _failed_checks(entry["failed_checks"], f"{source}: trays[{i}]")
+    return links, trays
+
+
+def with_measured_links(log_r, link_checks):
+    """Per-link log r with every link that failed a check of its own judged failing at least."""
+    if not link_checks:
+        return log_r
+    log_r = np.array(log_r, dtype=float)
+    failed = np.fromiter(link_checks, dtype=np.int64)
+    log_r[failed] = np.maximum(log_r[failed], FAILED)
+    return log_r
+
+
+def tray_part(index, tray):
+    """The part index of a tray (compute or switch tray), None when the model has none of that name."""
+    for part, (part_id, same) in enumerate(zip(index.part_ids, index.part_same_as)):
+        if index.part_kinds[part] in TRAY_KINDS and (part_id == tray or tray in same):
+            return part
+    return None
+
+
+def judged_trays(index, declared, tray_checks):
+    """Part indices of the trays that failed a check of their own and that no declared part
+    inside them explains: a part whose links all run through the tray."""
+    found = []
+    for tray in sorted(tray_checks):
+        part = tray_part(index, tray)
+        if part is None:
+            continue
+        inside = set(index.part_links(part).tolist())
+        if not any(set(index.part_links(other).tolist()) <= inside for other in declared):
+            found.append(part)
+    return found
