@@ -13,8 +13,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Fixture modules: a real sshd on loopback for the fan-out (tests/sshd.py).
-pytest_plugins = ["tests.sshd"]
+# Fixture modules: a real sshd on loopback for the fan-out (tests/sshd.py), a real Slurm cluster
+# for the scheduler (tests/slurm_cluster.py).
+pytest_plugins = ["tests.sshd", "tests.slurm_cluster"]
 
 
 def pytest_configure(config):

@@ -11,18 +11,20 @@ run is never run twice at once.
 """
 
 import getpass
+import json
 import socket
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from opsctl import __version__
-from opsctl.acceptance.criteria import load_criteria
+from opsctl.acceptance.criteria import PROBES, load_criteria
 from opsctl.acceptance.trial import trial_fields
 from opsctl.backend import sim_spec_for, topology_for
 from opsctl.burnin.judge import TrayOutcome, judge_rack
+from opsctl.burnin.nvlink_domain import DOMAIN_FILE, PROBE as DOMAIN_PROBE, DomainOptions, run_domain_test
 from opsctl.burnin.progress import TrayProgress
-from opsctl.errors import InputError
+from opsctl.errors import EXIT_INCOMPLETE, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
 from opsctl.reports import REPORT_FILES, write_reports
 from opsctl.runs import RunDirectory
@@ -30,7 +32,7 @@ from opsctl.runs.journal import utc_now
 
 SUMMARY_FORMAT = "opsctl-burnin/1"
 # What judging writes; the summary lists the other files of the run, the raw ones, with their hashes.
-JUDGED_FILES = ("summary.json", "snapshot.json", *REPORT_FILES)
+JUDGED_FILES = ("summary.json", "snapshot.json", *REPORT_FILES)  # domain.json is raw: what the domain test read
 RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the load: starting Python, reading counters, ssh
 
 
@@ -45,6 +47,8 @@ class Plan:
     connect_timeout_s: float
     run_timeout_s: float
     accept_new_host_keys: bool
+    probes: tuple | None = None  # `opsctl burnin --probes`; None: the criteria's
+    via: str = "inventory"  # `--via slurm`: the compute trays as one Slurm job (opsctl/fanout/slurm.py)
 
     @property
     def criteria(self):
@@ -52,15 +56,32 @@ class Plan:
 
     def fanout_options(self):
         return FanoutOptions(concurrency=self.concurrency, connect_timeout_s=self.connect_timeout_s,
-                             run_timeout_s=self.run_timeout_s, accept_new_host_keys=self.accept_new_host_keys)
+                             run_timeout_s=self.run_timeout_s, accept_new_host_keys=self.accept_new_host_keys,
+                             via=self.via)
+
+    def selected_probes(self, criteria):
+        return tuple(self.probes or criteria.probes)
+
+    def runs_domain_test(self, criteria):
+        """Whether the rack's NVLink domain runs as one collective job after the tray probes."""
+        return DOMAIN_PROBE in self.selected_probes(criteria)
 
     def probe_args(self, criteria):
-        return ["run", "--duration", f"{self.duration_s:g}", "--probes", ",".join(criteria.probes), "--json"]
+        tray_probes = [p for p in self.selected_probes(criteria) if p != DOMAIN_PROBE] or ["counters"]
+        return ["run", "--duration", f"{self.duration_s:g}", "--probes", ",".join(tray_probes), "--json"]
 
 
 def make_plan(kind, criteria_file=None, duration_s=None, concurrency=FanoutOptions.concurrency,
-              connect_timeout_s=FanoutOptions.connect_timeout_s, run_timeout_s=None, accept_new_host_keys=False):
+              connect_timeout_s=FanoutOptions.connect_timeout_s, run_timeout_s=None, accept_new_host_keys=False,
+              probes=None, via=None):
     criteria = load_criteria(criteria_file)
+    if probes is not None:
+        unknown = [p for p in probes if p not in PROBES]
+        if unknown or not probes:
+            raise InputError(f"--probes: unknown probe {', '.join(unknown) or '(none)'} (known: {','.join(PROBES)})")
+        probes = tuple(dict.fromkeys(probes))
+    elif kind == "burnin":  # a quick burn-in loads the trays; the domain test runs when asked for (--probes …,collective)
+        probes = tuple(p for p in criteria.probes if p != DOMAIN_PROBE)
     duration = criteria.duration_s if duration_s is None else duration_s
     if duration <= 0:
         raise InputError(f"--duration must be above 0 seconds, got {duration:g}")
@@ -72,7 +93,7 @@ def make_plan(kind, criteria_file=None, duration_s=None, concurrency=FanoutOptio
         raise InputError(f"--run-timeout ({run_timeout_s:g} s) must be longer than --duration ({duration:g} s)")
     return Plan(kind=kind, criteria_file=str(Path(criteria_file).resolve()) if criteria_file else None, duration_s=duration,
                 concurrency=concurrency, connect_timeout_s=connect_timeout_s, run_timeout_s=run_timeout_s,
-                accept_new_host_keys=accept_new_host_keys)
+                accept_new_host_keys=accept_new_host_keys, probes=probes, via=via or "inventory")
 
 
 def operator():
@@ -141,7 +162,20 @@ def execute(rack, run, plan, progress_console=None):
                                    sim_spec=sim_spec_for(rack, topology), on_start=started, on_result=finished, stop=stop)
             progress.note(f"judging {rack.name}: {len(rack.trays)} tray(s), {len(topology.links)} links …")
         interrupted = any(r.interrupted for r in results)
+    if plan.runs_domain_test(criteria) and not interrupted and not (run.path / DOMAIN_FILE).exists():
+        _domain_test(rack, run, plan, topology, progress_console, stop)
     return judge_run(rack, run, plan, topology, interrupted)
+
+
+def _domain_test(rack, run, plan, topology, progress_console, stop):
+    """The rack's NVLink domain as one job, once the trays have reported (nvlink_domain.py)."""
+    if progress_console is not None:
+        progress_console.print(f"{rack.name}: NVLink domain test — prerequisites, then every GPU in one collective job …")
+    run.journal.record("domain_started")
+    options = DomainOptions(connect_timeout_s=plan.connect_timeout_s, accept_new_host_keys=plan.accept_new_host_keys)
+    document = run_domain_test(rack, run.path, run.tray_documents(), sim_spec_for(rack, topology), options, stop)
+    run.write_json(DOMAIN_FILE, document)
+    run.journal.record("domain_finished", ran=document["ran"])
 
 
 def judge_run(rack, run, plan, topology=None, interrupted=False):
@@ -150,7 +184,9 @@ def judge_run(rack, run, plan, topology=None, interrupted=False):
     criteria = plan.criteria
     topology = topology or topology_for(rack)
     outcomes = _outcomes(rack, run)
-    judgment = judge_rack(rack, topology, run.tray_documents(), outcomes, criteria)
+    domain_file = run.path / DOMAIN_FILE
+    domain = json.loads(domain_file.read_text()) if domain_file.exists() else None
+    judgment = judge_rack(rack, topology, run.tray_documents(), outcomes, criteria, domain)
     if interrupted:
         judgment.notes.insert(0, f"interrupted: resume with `opsctl {plan.kind} --resume {run.path}`")
     summary = summarize(rack, run, plan, criteria, judgment, interrupted)
@@ -182,7 +218,8 @@ def summarize(rack, run, plan, criteria, judgment, interrupted):
         "model": rack.model.name,
         "description": rack.model.description,
         "verdict": judgment.verdict,
-        "exit_code": judgment.exit_code,
+        # Stopped (Ctrl-C, kill) is incomplete, exit 3, whatever the trays that reported showed (README).
+        "exit_code": EXIT_INCOMPLETE if interrupted else judgment.exit_code,
         "interrupted": interrupted,
         "run": str(run.path),
         "run_id": run.run_id,  # one ledger row per run, however often it is resumed and judged

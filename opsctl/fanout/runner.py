@@ -16,6 +16,7 @@ time, from worker threads): write results as they arrive there. Ctrl-C stops the
 still working; their results say `interrupted`, and what finished is returned as it was.
 """
 
+import dataclasses
 import json
 import tempfile
 import threading
@@ -40,6 +41,7 @@ class FanoutOptions:
     connect_timeout_s: float = 10.0  # ssh: TCP connect, banner, login
     run_timeout_s: float = 900.0  # the probe's whole run on one tray
     accept_new_host_keys: bool = False  # ssh: record unknown host keys instead of refusing them
+    via: str = "inventory"  # "slurm": the compute trays as one Slurm job (opsctl/fanout/slurm.py)
 
 
 @dataclass
@@ -63,7 +65,13 @@ class TrayResult:
 
 
 def transport_for(rack, options, workdir):
-    """The rack's transport (inventory `opsctl_transport`)."""
+    """The rack's transport (inventory `opsctl_transport`), or Slurm jobs (`--via slurm`)."""
+    if options.via == "slurm":
+        from opsctl.fanout.slurm import SlurmTransport
+
+        # Switch trays run no jobs: they keep the rack's own transport.
+        return SlurmTransport(transport_for(rack, dataclasses.replace(options, via="inventory"), workdir),
+                              options.connect_timeout_s)
     if rack.transport == "local":
         return LocalTransport(workdir)
     return SshTransport(known_hosts=known_hosts_of(rack), accept_new_host_keys=options.accept_new_host_keys,
@@ -141,6 +149,9 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
                 results[futures[future].name] = future.result()
     except KeyboardInterrupt:
         stop.set()
+    except BaseException:  # a result that could not be kept (a full disk): stop the other trays too
+        stop.set()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=False)
     for future, tray in futures.items():

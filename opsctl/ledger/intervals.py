@@ -107,3 +107,23 @@ def quantile(samples, q):
     below = math.floor(position)
     above = min(below + 1, len(values) - 1)
     return values[below] + (values[above] - values[below]) * (position - below)
+
+
+def hours_summary(hours, confidence=0.95):
+    """A set of durations in hours as the ledger reports them: median with its order-statistic
+    interval (and how sure it is), quartiles, min, max, mean — all None when there are none."""
+    low, high, coverage = median_interval(hours, confidence)
+
+    def figure(value):
+        return round(value, 2) if hours else None
+
+    return {
+        "median_hours": figure(quantile(hours, 0.5)),
+        "interval": [round(low, 2), round(high, 2)] if hours else None,
+        "interval_coverage": round(coverage, 3),
+        "p25_hours": figure(quantile(hours, 0.25)),
+        "p75_hours": figure(quantile(hours, 0.75)),
+        "min_hours": figure(min(hours, default=0)),
+        "max_hours": figure(max(hours, default=0)),
+        "mean_hours": figure(sum(hours) / len(hours) if hours else 0),
+    }

@@ -71,6 +71,22 @@ MIGRATIONS = [
         "CREATE INDEX incidents_by_rack ON incidents (rack, occurred_at)",
         "CREATE INDEX runs_by_rack ON runs (rack, finished_at)",
     ]),
+    (2, "drains: when the scheduler took a node out for a part, and when it gave it back", [
+        """CREATE TABLE drains (
+            key TEXT PRIMARY KEY,
+            rack TEXT NOT NULL REFERENCES racks (rack),
+            node TEXT NOT NULL,        -- the Slurm node (inventory opsctl_slurm_node)
+            part TEXT NOT NULL,        -- the part (or the rack) the drain holds it for
+            action TEXT NOT NULL,      -- the repair action named in the reason
+            incident_key TEXT REFERENCES incidents (key),
+            reason TEXT NOT NULL,      -- the reason slurmctld holds, as set
+            drained_at TEXT NOT NULL,
+            drained_by TEXT NOT NULL,
+            resumed_at TEXT,           -- NULL while the node is held for this part
+            resumed_by TEXT,
+            recorded_at TEXT NOT NULL)""",
+        "CREATE INDEX drains_by_node ON drains (node, drained_at)",
+    ]),
 ]
 
 LATEST = MIGRATIONS[-1][0]
@@ -85,7 +101,7 @@ def migrate(database, now):
     newer = [v for v in applied if v > LATEST]
     if newer:
         raise InputError(
-            f"the ledger {database.url} has schema version {max(newer)}, newer than this opsctl knows "
+            f"the ledger {database.where} has schema version {max(newer)}, newer than this opsctl knows "
             f"({LATEST}); upgrade opsctl")
     done = []
     for version, name, statements in MIGRATIONS:

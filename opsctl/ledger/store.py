@@ -22,10 +22,12 @@ TABLES = {
     "incidents": ("key", "rack", "occurred_at", "part", "kind", "origin", "triage_key", "note", "recorded_at"),
     "repairs": ("key", "incident_key", "rack", "part", "kind", "action", "details", "gpus_idled", "opened_by",
                 "opened_at", "closed_by", "closed_at", "back_in_service_at", "replaced", "rma_ids", "recorded_at"),
+    "drains": ("key", "rack", "node", "part", "action", "incident_key", "reason", "drained_at", "drained_by",
+               "resumed_at", "resumed_by", "recorded_at"),
 }
 KEY_COLUMN = {table: ("rack" if table == "racks" else "key") for table in TABLES}
 ORDER = {"racks": "rack", "runs": "finished_at, key", "triages": "at, key", "incidents": "occurred_at, key",
-         "repairs": "opened_at, key"}
+         "repairs": "opened_at, key", "drains": "drained_at, key"}
 JSON_COLUMNS = {"failing_parts", "suspects", "rma_ids"}  # lists kept as JSON text
 
 

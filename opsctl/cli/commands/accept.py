@@ -13,6 +13,7 @@ from opsctl.acceptance.criteria import load_criteria
 from opsctl.acceptance.trial import trial_fields
 from opsctl.burnin.session import make_plan
 from opsctl.cli.commands.burnin import reject_with_resume, rack_run_options, run_rack_command
+from opsctl.input_checks import seconds
 from opsctl.runs import RunDirectory
 
 NOT_RECORDED = ("opsctl: note: a trial acceptance ({used:g} s of load per tray, not the criteria's {wanted:g} s) is not "
@@ -24,7 +25,7 @@ NOT_RECORDED = ("opsctl: note: a trial acceptance ({used:g} s of load per tray, 
 @rack_run_options
 @click.option("--criteria", "criteria_file", type=click.Path(dir_okay=False),
               help="Acceptance criteria YAML (default: opsctl's, opsctl/data/criteria/default.yaml).")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True),
+@click.option("--duration", type=seconds(),
               help="A trial: seconds of load on each tray instead of the criteria's duration_s. The reports say "
                    "plainly it is not an acceptance by the criteria; it is not recorded in the ledger.")
 @click.pass_context

@@ -4,22 +4,30 @@ Also the flow `opsctl accept` shares (accept.py): the fan-out options, starting 
 a run, the live progress, and the verdict's exit code.
 """
 
+import dataclasses
 import signal
 
 import click
 from rich.console import Console
 
 from opsctl.burnin.session import execute, make_plan, resume_run, start_run
+from opsctl.cli.commands.drain import contain
 from opsctl.cli.context import inventory_option, rack_from
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.fanout.options import reach_options
+from opsctl.input_checks import seconds
 from opsctl.inventory import load_inventory
 from opsctl.ledger import record_burnin
 from opsctl.reports import print_summary
 
 DEFAULT_DURATION_S = 20.0  # a quick burn-in; acceptance runs take the criteria's duration (900 s)
+
+
+def _remember(ctx, param, value):
+    ctx.ensure_object(dict)[param.name] = value
+    return value
 
 
 def rack_run_options(command):
@@ -31,6 +39,15 @@ def rack_run_options(command):
                      "$XDG_STATE_HOME/opsctl/runs, else ~/.local/state/opsctl/runs)."),
         click.option("--resume", metavar="RUN", help="Finish an earlier run (its folder or name): only trays without a result run again."),
         json_option,
+        # Read by run_rack_command from the context, so the commands' signatures stay theirs.
+        click.option("--via", type=click.Choice(["slurm"]), expose_value=False, callback=_remember,
+                     help="Run the compute trays' probes as one Slurm job, one task per tray (docs/slurm.md); "
+                          "default: the inventory's opsctl_transport."),
+        click.option("--drain", is_flag=True, expose_value=False, callback=_remember,
+                     help="Drain in Slurm the nodes each failing part's repair takes out of service (opsctl drain)."),
+        click.option("--dry-run", is_flag=True, expose_value=False, callback=_remember,
+                     help="With --drain: print the exact scontrol commands the drain would run and run none (the "
+                          "probes still run)."),
     ]):
         command = option(command)
     return recording_options(reach_options(command))
@@ -39,7 +56,13 @@ def rack_run_options(command):
 def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=True, db=None):
     """Start (or resume) a run, show its progress, print the verdict, record it in the ledger;
     exit with the verdict's code."""
+    via, drain, dry_run = ctx.obj.get("via"), ctx.obj.get("drain"), ctx.obj.get("dry_run")
+    if dry_run and not drain:  # refused before the run: the probes run whatever --dry-run says
+        raise InputError(f"--dry-run goes with --drain (it shows the drain's scontrol commands); "
+                         f"opsctl {kind} runs the probes either way")
     if resume:
+        if via:
+            raise InputError("--via cannot change a resumed run: it keeps the way it reached the trays")
         if out:
             raise InputError("--out and --resume do not go together: a resumed run stays in its folder")
         run, plan, meta = resume_run(resume)
@@ -54,6 +77,8 @@ def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=Tru
             raise click.UsageError("Missing argument 'RACK' (or --resume RUN).")
         rack = rack_from(ctx, rack)
         plan = new_plan()
+        if via:
+            plan = dataclasses.replace(plan, via=via)
         run = start_run(rack, plan, out)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` or a service stop ends the run as Ctrl-C does
     try:
@@ -66,7 +91,11 @@ def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=Tru
         print_summary(console(), summary)
     if record:
         record_in_ledger(ctx, record_burnin, summary, db, f"opsctl ledger record-burnin {run.path}")
-    ctx.exit(judgment.exit_code)
+    if drain:
+        actions = {s["component"]: s.get("repair") for s in summary.get("suspects", [])}
+        contain(ctx, rack, [(part, actions.get(part)) for part in summary.get("failing_parts", [])], record=record,
+                db=db, dry_run=dry_run, to_stderr=as_json)
+    ctx.exit(summary["exit_code"])  # an interrupted run is incomplete (exit 3), whatever it found
 
 
 def _interrupt(signum, frame):
@@ -81,17 +110,21 @@ def reject_with_resume(resume, **given):
 
 @click.command("burnin")
 @rack_run_options
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True),
+@click.option("--duration", type=seconds(),
               help=f"Seconds of load on each tray (default {DEFAULT_DURATION_S:g}; a full burn-in: --duration 900 or more).")
-@click.option("--run-timeout", type=click.FloatRange(min=1), help="Seconds before a tray's probe is given up as "
+@click.option("--run-timeout", type=seconds(1, min_open=False), help="Seconds before a tray's probe is given up as "
               "incomplete (default: the duration plus 120).")
+@click.option("--probes", "probes", metavar="LIST", help="Comma-separated, of gemm,membw,nvlink,counters and collective "
+              "(the rack's NVLink domain as one NCCL job, after IMEX and the fabric are checked); default: the tray "
+              "probes of the default criteria, without collective.")
 @click.pass_context
 def command(ctx, rack, out, resume, concurrency, connect_timeout, accept_new_host_keys, as_json, record, db, duration,
-            run_timeout):
+            run_timeout, probes):
     """Burn in a rack: GEMM, memory and NVLink load with every counter read before and after, on
     all trays at once; the verdict names every failing GPU, link and part (exit 1), or says
     which trays did not report (exit 3)."""
-    reject_with_resume(resume, duration=duration, run_timeout=run_timeout)
+    reject_with_resume(resume, duration=duration, run_timeout=run_timeout, probes=probes)
+    chosen = tuple(p.strip() for p in probes.split(",") if p.strip()) if probes is not None else None
     run_rack_command(ctx, "burnin", rack, resume, out, as_json, lambda: make_plan(
         "burnin", duration_s=duration or DEFAULT_DURATION_S, concurrency=concurrency, connect_timeout_s=connect_timeout,
-        run_timeout_s=run_timeout, accept_new_host_keys=accept_new_host_keys), record, db)
+        run_timeout_s=run_timeout, accept_new_host_keys=accept_new_host_keys, probes=chosen), record, db)

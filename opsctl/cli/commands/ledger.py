@@ -10,6 +10,7 @@ from rich.table import Table
 from opsctl.cli.ledger_options import TIME, db_option, parts_for, run_line, triage_line
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
+from opsctl.input_checks import FiniteFloat
 from opsctl.ledger import fleet_statistics, open_ledger, record_burnin, record_incident, record_triage, set_rack
 from opsctl.ledger.recording import check_burnin_document, check_triage_document
 from opsctl.ledger.transfer import export_document, import_files, json_text, read_files, write_csv, write_text
@@ -146,15 +147,15 @@ def incident_command(ctx, part, at, note, db, as_json):
 @click.option("--since", type=TIME, help="Count from this time (default: the first handover).")
 @click.option("--until", type=TIME, help="Count up to this time (default: now).")
 @click.option("--rack", "racks", multiple=True, help="Only this rack (repeat for more).")
-@click.option("--infant-weeks", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--infant-weeks", type=click.IntRange(min=1, max=520), default=4, show_default=True,
               help="Failures this soon after handover count as infant mortality.")
-@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--confidence", type=FiniteFloat(0.5, 0.999), default=0.95, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG of failures per month by part kind.")
 @db_option
 @json_option
 def stats_command(since, until, racks, infant_weeks, confidence, plot, db, as_json):
-    """Failures per part kind, MTBI (GPU-days), time to restore per action, burn-in failure rate,
-    infant mortality — each with its confidence interval."""
+    """Failures per part kind, MTBI (GPU-days), time to restore per action (typed, and as Slurm saw
+    it: drain to resume), burn-in failure rate, infant mortality — each with its confidence interval."""
     with open_ledger(db, read_only=True) as ledger:
         stats = fleet_statistics(ledger, since=since, until=until, racks=racks, confidence=confidence,
                                  infant_weeks=infant_weeks)
@@ -202,6 +203,7 @@ def _print_stats(stats):
         table.add_row(action, f"{row['closed']}/{row['repairs']}", median, interval, spread, mean,
                       f"{row['gpus_idled_mean']:g}", f"{row['published_hours']:.1f}" if row["published_hours"] else "-")
     out.print(table)
+    _print_drains(out, stats["slurm_drains"], stats["confidence"])
     burnin = stats["burnin"]
     if burnin["racks"]:
         parts = ", ".join(f"{k} {v}" for k, v in burnin["failing_parts_by_kind"].items()) or "none named"
@@ -216,6 +218,37 @@ def _print_stats(stats):
               + (f", ratio {infant['ratio']:.1f}" if infant["ratio"] else ""))
     if stats.get("plot"):
         out.print(f"plot: {stats['plot']}")
+
+
+def _hours(value):
+    return f"{value:.2f}" if value is not None else "-"
+
+
+def _print_drains(out, drains, confidence):
+    """Time out of service as Slurm saw it (drain → resume), beside the typed repair times."""
+    if not drains["by_action"]:
+        return
+    title = f"time out of service in Slurm, drain → resume (hours; median with its {confidence:.0%} interval)"
+    for group, label in (("by_action", "action"), ("by_kind", "part kind")):
+        table = Table(title=title if group == "by_action" else None)
+        columns = [label, "resumed", "median", "interval", "p25–p75", "open", "≥ with open"]
+        columns += ["typed median"] if group == "by_action" else []
+        for column in columns:
+            table.add_column(column, justify="left" if column == label else "right")
+        for name, row in drains[group].items():
+            interval = _interval(row["interval"]) if row["interval"] else "-"
+            if row["interval"] and row["interval_coverage"] < confidence:
+                interval += f" ({row['interval_coverage']:.0%})"
+            spread = f"{row['p25_hours']:.2f}–{row['p75_hours']:.2f}" if row["p25_hours"] is not None else "-"
+            cells = [name, f"{row['resumed']}/{row['drains']}", _hours(row["median_hours"]), interval, spread,
+                     str(row["open"]), _hours(row["median_hours_at_least"])]
+            cells += [_hours(row["typed_repair_median_hours"])] if group == "by_action" else []
+            table.add_row(*cells)
+        out.print(table)
+    for episode in drains["open"]:
+        nodes = ", ".join(episode["nodes"]) if len(episode["nodes"]) <= 3 else f"{len(episode['nodes'])} nodes"
+        out.print(f"still drained: {episode['part']} ({episode['action']}) on {nodes} since "
+                  f"{episode['drained_at']}, {episode['hours_so_far']:.2f} h so far", soft_wrap=True, markup=False)
 
 
 @command.command("export")

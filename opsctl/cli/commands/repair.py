@@ -6,9 +6,12 @@ import getpass
 import click
 from rich.table import Table
 
+from opsctl.cli.commands.drain import rack_and_target
+from opsctl.cli.commands.resume import resume_part
 from opsctl.cli.ledger_options import TIME, db_option, parts_for
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.ledger import close_repair, open_ledger, open_repair
+from opsctl.ledger.drains import drains_of_incident, validation_of
 from opsctl.ledger.repairs import NEW_INCIDENT, restore_hours
 
 
@@ -68,20 +71,38 @@ def open_command(ctx, part, action, by, at, details, incident, db, as_json):
 @click.option("--replaced", help="What went in: serial numbers, the new part, or 'reseated'.")
 @click.option("--rma", "rma_ids", multiple=True, help="An RMA id (repeat for more).")
 @click.option("--details", help="Free text, added to the repair's details.")
+@click.option("--resume", "resume_nodes", is_flag=True,
+              help="Resume in Slurm the nodes opsctl drained for PART, if the rack's latest burn-in or acceptance "
+                   "since the repair opened no longer fails it (opsctl resume; docs/slurm.md).")
 @db_option
 @json_option
-def close_command(part, by, at, back_in_service, replaced, rma_ids, details, db, as_json):
+@click.pass_context
+def close_command(ctx, part, by, at, back_in_service, replaced, rma_ids, details, resume_nodes, db, as_json):
     """Close the open repair of PART."""
     with open_ledger(db) as ledger:
         repair = close_repair(part, ledger, by=by, at=at, back_in_service=back_in_service, replaced=replaced,
                               rma_ids=rma_ids, details=details)
         incidents = ledger.records("incidents", "key = ?", (repair["incident_key"],))
+        validated, why = validation_of(ledger, repair) if resume_nodes else (None, None)
+    if resume_nodes:
+        click.echo(f"opsctl: {'resuming' if validated else 'not resuming'} {repair['part']}'s nodes: {why}", err=True)
+        if validated:
+            rack, target = rack_and_target(ctx, repair["part"])
+            resume_part(ctx, rack, target, db=db, to_stderr=True)
+    with open_ledger(db, read_only=True) as ledger:  # after the resume: it closed the drains it released
+        drained = drains_of_incident(ledger, repair["incident_key"])
     hours = restore_hours(repair, {i["key"]: i for i in incidents})
     if as_json:
-        print_json({**repair, "restore_hours": round(hours, 2)})
+        print_json({**repair, "restore_hours": round(hours, 2), "drains": [e.to_dict() for e in drained]})
         return
-    console().print(f"repair {repair['key']} closed: {repair['part']} back in service {repair['back_in_service_at']}, "
-                    f"{hours:.1f} h from the failure")
+    out = console()
+    out.print(f"repair {repair['key']} closed: {repair['part']} back in service {repair['back_in_service_at']}, "
+              f"{hours:.1f} h from the failure")
+    for episode in drained:  # the scheduler's own view of the same incident
+        held = (f"resumed {episode.resumed_at}, {episode.hours:.2f} h out of service" if not episode.open
+                else f"still drained, {episode.hours:.2f} h so far")
+        out.print(f"Slurm: {episode.nodes_text()} drained for {episode.part} ({episode.action}) "
+                  f"{episode.drained_at}, {held}", soft_wrap=True, markup=False)
 
 
 @command.command("list")

@@ -3,11 +3,13 @@ the repair, how long it takes, what it idles and the runbook — for the enginee
 
 import click
 
+from opsctl.cli.commands.drain import contain
 from opsctl.cli.commands.localize import exit_code, mttr_config_option
 from opsctl.cli.commands.snapshot import fanout_options, take_rack_snapshot, unanswered, write_atomically
 from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
+from opsctl.errors import InputError
 from opsctl.ledger import record_triage
 from opsctl.localize import localize
 from opsctl.localize.render import render_triage
@@ -20,12 +22,19 @@ from opsctl.mttr import load_mttr_model
 @click.option("--save", "save", type=click.Path(dir_okay=False), help="Also keep the snapshot here (JSON), to localize again later.")
 @mttr_config_option
 @recording_options
+@click.option("--drain", is_flag=True, help="Drain in Slurm the nodes each faulty part's repair takes out of service "
+              "(opsctl drain; docs/slurm.md).")
+@click.option("--dry-run", is_flag=True, help="With --drain: print the exact scontrol commands the drain would run "
+              "and run none.")
 @json_option
 @click.pass_context
-def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_keys, save, mttr_config, record, db, as_json):
+def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_keys, save, mttr_config, record, db, drain,
+            dry_run, as_json):
     """Snapshot every tray, localize the faulty parts, and print each with its evidence, repair
     action, MTTR, blast radius and runbook. Exit 1 if something is faulty, 3 if a tray could not
     be read and nothing was found in the rest, 0 if the rack is healthy."""
+    if dry_run and not drain:
+        raise InputError("--dry-run goes with --drain: it shows the drain's scontrol commands instead of running them")
     rack = rack_from(ctx, rack)
     mttr = load_mttr_model(mttr_config)  # a bad file is refused before the trays are read
     snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)
@@ -46,4 +55,7 @@ def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_key
         later = f"opsctl ledger record-triage FILE (the --json of opsctl localize {save})" if save else \
             "opsctl ledger record-triage FILE (save this triage with --json)"
         record_in_ledger(ctx, record_triage, racks, db, later)
+    if drain:  # after recording: the reasons then name the incidents
+        faults = [(s["component"], s.get("repair")) for s in result["suspects"] if not s.get("alternative_to")]
+        contain(ctx, rack, faults, mttr=mttr, record=record, db=db, dry_run=dry_run, to_stderr=as_json)
     return exit_code(racks)

@@ -1,0 +1,76 @@
+"""Drains in the ledger: when the scheduler took a node out of service for a part, and when it
+gave it back — the scheduler's own view of time to restore (opsctl drain, resume, and the
+--drain of triage, burn-in and accept; opsctl/slurm/containment.py decides what happens).
+
+A row is one node held for one part: drained_at when opsctl set the hold, resumed_at when it
+released it. A hold another tool set is not opsctl's to record.
+"""
+
+from opsctl.ledger.drain_times import episodes
+from opsctl.ledger.incidents import OPEN_NOW
+from opsctl.ledger.recording import RecordingSession
+from opsctl.ledger.store import Ledger, new_key
+from opsctl.ledger.timestamps import stored, utc_now
+
+
+def open_incident_of(ledger, part_id):
+    """The key of the part's open incident (its fault not yet repaired), else None."""
+    rows = ledger.records("incidents", f"part = ? AND {OPEN_NOW}", (part_id,), order="occurred_at DESC, key")
+    return rows[0]["key"] if rows else None
+
+
+def record_containment(containment, rack, by, ledger=None, at=None, inventory=None, parts=None):
+    """Record what a drain or resume changed (a containment.Containment that ran, not a dry
+    run); returns the rows written or closed."""
+    at = stored(at or utc_now())
+    written = []
+    with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
+        session.rack(tx, rack)
+        for node in containment.nodes:
+            for hold in node.added:
+                row = {"key": new_key("drn"), "rack": rack, "node": node.node, "part": hold.part,
+                       "action": hold.action, "incident_key": _known_incident(tx, hold.incident),
+                       "reason": node.reason_after, "drained_at": at, "drained_by": by, "resumed_at": None,
+                       "resumed_by": None, "recorded_at": stored(utc_now())}
+                Ledger.insert(tx, "drains", row)
+                written.append(row)
+            for hold in node.released:
+                for row in Ledger.select(tx, "drains", "node = ? AND part = ? AND resumed_at IS NULL",
+                                         (node.node, hold.part)):
+                    Ledger.update(tx, "drains", row["key"], {"resumed_at": at, "resumed_by": by})
+                    written.append({**row, "resumed_at": at, "resumed_by": by})
+    return written
+
+
+def _known_incident(tx, key):
+    """The incident key if the ledger holds it (a reason typed elsewhere may name another)."""
+    if key and tx.row("SELECT key FROM incidents WHERE key = ?", (key,)):
+        return key
+    return None
+
+
+def drains_of_incident(ledger, incident_key):
+    """The drains that held nodes for an incident (their rows carry its key), as of now: how long
+    the scheduler kept its part out, beside the repair's typed times."""
+    if not incident_key:
+        return []
+    return episodes(ledger.records("drains", "incident_key = ?", (incident_key,)), utc_now().timestamp())
+
+
+def validation_of(ledger, repair):
+    """(the run that validates the repair, or None; why, in words). The validation is the latest
+    burn-in or acceptance of the rack that finished after the repair opened and judged every
+    tray (pass or fail, not incomplete): it passes for the part when it names neither the part
+    nor a part holding it or held by it among its failing parts."""
+    runs = ledger.records("runs", "rack = ? AND finished_at >= ? AND verdict IN ('pass', 'fail')",
+                          (repair["rack"], repair["opened_at"]), order="finished_at DESC, key")
+    if not runs:
+        return None, (f"no complete burn-in or acceptance of {repair['rack']} since the repair opened "
+                      f"({repair['opened_at']})")
+    run = runs[0]
+    part = repair["part"]
+    still = [p["part"] for p in run["failing_parts"] if p["part"] == part or p["part"].startswith(part + "/")
+             or part.startswith(p["part"] + "/")]
+    if still:
+        return None, f"the {run['kind']} of {run['finished_at']} still fails {', '.join(still)}"
+    return run, f"the {run['kind']} of {run['finished_at']} ({run['verdict']}) names no fault of {part}"

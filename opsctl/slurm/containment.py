@@ -1,0 +1,179 @@
+"""Draining the nodes a fault takes out of service, and putting them back — without ever
+overwriting a drain someone else set.
+
+What opsctl holds is written in the drain reason itself, where every operator and tool sees
+it: `opsctl: rack07/ct12/j2 reseat_compute_tray incident inc-…` — one entry per part, joined
+by "; " when two faults hold one node. A reason that does not start with `opsctl:` is
+someone else's (an operator, NHC, slurmctld's "Not responding"): that node is left as it is
+and reported. Resuming a part removes its entry; the node takes work again only when no entry
+is left, so the repair of one part never puts back a node another fault still holds.
+
+Each decision is one scontrol call over every node that gets the same reason (a rack drain is
+one command), and `dry_run` returns those commands without running them.
+"""
+
+from dataclasses import dataclass, field
+
+from opsctl.slurm import scontrol
+
+PREFIX = "opsctl:"
+
+DRAINED = "drained"  # opsctl drained it now
+ADDED = "added"  # already drained by opsctl for another part: this part is added to the reason
+ALREADY = "already"  # already drained by opsctl for this part
+LEFT = "left"  # someone else's drain (or down): left exactly as it is
+RESUMED = "resumed"
+KEPT = "kept"  # still held by opsctl for another part: stays drained, this part removed from the reason
+NOT_DRAINED = "not_drained"
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One part's claim on a node, as it reads in the reason."""
+
+    part: str
+    action: str
+    incident: str | None = None
+    detail: str = ""  # what the action is about, in a few words (a health check's failing checks)
+
+    def text(self):
+        words = [self.part, self.action, self.detail, f"incident {self.incident}" if self.incident else ""]
+        return " ".join(word for word in words if word)
+
+
+def reason_of(holds):
+    return f"{PREFIX} " + "; ".join(hold.text() for hold in holds)
+
+
+def holds_in(reason):
+    """The holds an opsctl reason lists; None when the reason is not opsctl's."""
+    if not reason.startswith(PREFIX):
+        return None
+    holds = []
+    for entry in reason[len(PREFIX):].split(";"):
+        words = entry.split()
+        if not words:
+            continue
+        incident = None
+        if "incident" in words[2:-1]:
+            at = words.index("incident", 2)
+            incident, words = words[at + 1], words[:at] + words[at + 2:]
+        holds.append(Hold(words[0], words[1] if len(words) > 1 else "", incident, " ".join(words[2:])))
+    return holds
+
+
+def covers(asked, held):
+    """Whether resuming `asked` (a part, or a rack) releases a hold on `held`: the same part, or
+    one holds the other (rack07 holds rack07/ct12, which holds rack07/ct12/j2)."""
+    return asked == held or held.startswith(asked + "/") or asked.startswith(held + "/")
+
+
+@dataclass
+class NodeOutcome:
+    node: str
+    outcome: str
+    detail: str
+    state: str
+    reason_before: str
+    reason_after: str | None = None
+    added: list = field(default_factory=list)  # holds this call set
+    released: list = field(default_factory=list)  # holds this call removed
+
+
+@dataclass
+class Containment:
+    verb: str  # drain | resume
+    dry_run: bool
+    nodes: list  # NodeOutcome, in the order asked
+    commands: list  # argv lists, run (or, dry run, to run) in this order
+
+    def to_dict(self):
+        return {"action": self.verb, "dry_run": self.dry_run,
+                "commands": [scontrol.shown(argv) for argv in self.commands],
+                "nodes": [{"node": n.node, "outcome": n.outcome, "detail": n.detail, "state": n.state,
+                           "reason_before": n.reason_before, "reason_after": n.reason_after,
+                           "parts_added": [h.part for h in n.added], "parts_released": [h.part for h in n.released]}
+                          for n in self.nodes]}
+
+
+def _someone_else(state):
+    set_by = f" [{state.reason_by}@{state.reason_at}]" if state.reason_by else ""
+    return f"{state.state}, reason not opsctl's: {state.reason!r}{set_by}"
+
+
+def _grouped(outcomes, outcome_names, make_argv):
+    """One command per distinct new reason (or one resume), over all nodes that get it."""
+    groups = {}
+    for n in outcomes:
+        if n.outcome in outcome_names:
+            groups.setdefault(n.reason_after, []).append(n.node)
+    return [make_argv(nodes, reason) for reason, nodes in groups.items()]
+
+
+def drain_parts(wanted, dry_run=False, detail=""):
+    """Drain for each (PartScope, incident key or None) in `wanted` the nodes it takes out."""
+    holds = {}
+    for scope, incident in wanted:
+        for node in scope.nodes:
+            holds.setdefault(node, [])
+            if all(h.part != scope.part for h in holds[node]):
+                holds[node].append(Hold(scope.part, scope.action, incident, detail))
+    states = scontrol.node_states(list(holds))
+    outcomes = []
+    for node, wanted_holds in holds.items():
+        state = states[node]
+        ours = holds_in(state.reason) if state.reason else []
+        if ours is None:
+            outcomes.append(NodeOutcome(node, LEFT, f"left as it is: {_someone_else(state)}", state.state, state.reason))
+            continue
+        held_parts = {h.part for h in ours} if state.drained else set()
+        new = [h for h in wanted_holds if h.part not in held_parts]
+        kept = ours if state.drained else []
+        if not new:
+            outcomes.append(NodeOutcome(node, ALREADY, f"already drained by opsctl: {state.reason}", state.state,
+                                        state.reason, state.reason))
+            continue
+        after = reason_of([*kept, *new])
+        outcome = ADDED if kept else DRAINED
+        detail = f"{'still drained; reason now' if kept else 'drained:'} {after}"
+        outcomes.append(NodeOutcome(node, outcome, detail, state.state, state.reason, after, added=new))
+    commands = _grouped(outcomes, (DRAINED, ADDED), lambda nodes, reason: scontrol.drain_argv(nodes, reason))
+    return _carry_out(Containment("drain", dry_run, outcomes, commands))
+
+
+def resume_parts(parts, nodes, dry_run=False, action=None):
+    """Release `parts` (part ids, or the rack's name) on `nodes` — only holds for `action`, when
+    given; resume each node no other opsctl hold keeps drained. Nodes drained by someone else,
+    or not drained, are left."""
+    states = scontrol.node_states(list(dict.fromkeys(nodes)))
+    outcomes = []
+    for node, state in states.items():
+        ours = holds_in(state.reason) if state.reason else []
+        if ours is None:
+            outcomes.append(NodeOutcome(node, LEFT, f"left drained: {_someone_else(state)}", state.state, state.reason))
+            continue
+        if not state.drained:
+            outcomes.append(NodeOutcome(node, NOT_DRAINED, f"not drained ({state.state}): nothing to resume",
+                                        state.state, state.reason))
+            continue
+        released = [h for h in ours if any(covers(part, h.part) for part in parts) and action in (None, h.action)]
+        remaining = [h for h in ours if h not in released]
+        if not released:
+            outcomes.append(NodeOutcome(node, KEPT, f"left drained: opsctl holds it for another part: {state.reason}",
+                                        state.state, state.reason, state.reason))
+        elif remaining:
+            after = reason_of(remaining)
+            outcomes.append(NodeOutcome(node, KEPT, f"stays drained for another part; reason now {after}", state.state,
+                                        state.reason, after, released=released))
+        else:
+            outcomes.append(NodeOutcome(node, RESUMED, "resumed", state.state, state.reason, None, released=released))
+    commands = [*_grouped([n for n in outcomes if n.released], (KEPT,), scontrol.drain_argv),
+                *_grouped(outcomes, (RESUMED,), lambda nodes, _: scontrol.resume_argv(nodes))]
+    return _carry_out(Containment("resume", dry_run, outcomes, commands))
+
+
+def _carry_out(containment):
+    if not containment.dry_run:
+        for argv in containment.commands:
+            scontrol.run(argv)
+    return containment
