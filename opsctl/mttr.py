@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opsctl.errors import InputError
+from opsctl.input_checks import number
 from opsctl.yaml_input import load_yaml_file, require_mapping
 
 DEFAULT_MTTR_CONFIG = Path(__file__).resolve().parent / "data" / "mttr.yaml"
@@ -149,12 +150,10 @@ def _parse(data, source):
     for name, raw in (data.get("actions") or {}).items():
         if not isinstance(raw, dict):
             raise InputError(f"{source}: actions.{name} must be a mapping")
-        hours = {}
-        for step in STEPS:
-            value = raw.get(step, 0.0)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10_000:
-                raise InputError(f"{source}: actions.{name}.{step} must be hours ≥ 0, got {value!r}")
-            hours[step] = float(value)
+        # NaN, infinity and negative hours are refused in one line (the shared number check)
+        hours = {step: float(number(raw.get(step, 0.0), f"{source}: actions.{name}.{step} (hours)", 0, 10_000,
+                                    max_open=True))
+                 for step in STEPS}
         scope = raw.get("out_of_service")
         if scope not in SCOPES:
             raise InputError(f"{source}: actions.{name}.out_of_service must be one of {', '.join(SCOPES)}, got {scope!r}")

@@ -4,6 +4,7 @@ import pytest
 
 from opsctl.errors import InputError
 from opsctl.mttr import load_mttr_model
+from tests.conftest import REPO, assert_one_line_error
 
 
 def test_default_repairs_follow_the_published_figures(rack07_topology, hgx_topology):
@@ -32,7 +33,7 @@ def test_a_user_file_overrides_one_step(tmp_path, rack07_topology):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("actions:\n  reset_gpu:\n    repair_h: -1\n", "repair_h must be hours"),
+    ("actions:\n  reset_gpu:\n    repair_h: -1\n", "repair_h (hours) must be a number at least 0"),
     ("parts:\n  link: teleport\n", "unknown action 'teleport'"),
     ("actions:\n  reset_gpu:\n    out_of_service: planet\n", "out_of_service must be one of"),
     ("bogus: 1\n", "unknown key(s) bogus"),
@@ -43,6 +44,21 @@ def test_bad_override_files_are_refused(tmp_path, text, message):
     with pytest.raises(InputError) as error:
         load_mttr_model(path)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("hours, message", [
+    (".nan", "must be a finite number, got nan"), (".inf", "must be a finite number, got inf"),
+    ("-.inf", "must be a finite number, got -inf"), ("-0.5", "must be a number at least 0 and below 10000, got -0.5"),
+    ("10000", "must be a number at least 0 and below 10000, got 10000"),
+])
+def test_a_repair_time_that_is_no_time_is_refused_in_one_line(opsctl, tmp_path, hours, message):
+    path = tmp_path / "mttr.yaml"
+    path.write_text(f"actions:\n  replace_switch_tray:\n    repair_h: {hours}\n")
+    scenario = REPO / "scenarios" / "llama4-16k-gb200-mtbi2000-spares-charged.yaml"
+    assert_one_line_error(opsctl("tco", "run", scenario, "--mttr-config", path), 2,
+                          "actions.replace_switch_tray.repair_h (hours)", message)
+    path.write_text("actions:\n  replace_switch_tray:\n    repair_h: 9999.5\n")  # just inside the bound: priced
+    assert opsctl("tco", "run", scenario, "--mttr-config", path, "--json").code == 0
 
 
 def test_a_gpu_is_repaired_as_its_xids_call_for(rack07_topology, hgx_topology):

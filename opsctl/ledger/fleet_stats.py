@@ -11,7 +11,8 @@ it (the part replaced), else as triage suspected it.
 from dataclasses import dataclass, field
 
 from opsctl.errors import InputError
-from opsctl.ledger.intervals import binomial_interval, median_interval, poisson_interval, quantile
+from opsctl.ledger.drain_times import drain_statistics
+from opsctl.ledger.intervals import binomial_interval, hours_summary, poisson_interval
 from opsctl.ledger.repairs import restore_hours
 from opsctl.ledger.timestamps import from_epoch, parse_time, stored, utc_now
 from opsctl.mttr import load_mttr_model
@@ -128,19 +129,11 @@ def _mttr(fleet, mttr_model, confidence):
     result = {}
     for action, repairs in sorted(by_action.items()):
         hours = [fleet.restore[r["key"]] for r in repairs if r["key"] in fleet.restore]
-        low, high, coverage = median_interval(hours, confidence)
         published = mttr_model.actions.get(action)
         result[action] = {
             "repairs": len(repairs),
             "closed": len(hours),
-            "median_hours": round(quantile(hours, 0.5), 2) if hours else None,
-            "interval": [round(low, 2), round(high, 2)] if hours else None,
-            "interval_coverage": round(coverage, 3),
-            "p25_hours": round(quantile(hours, 0.25), 2) if hours else None,
-            "p75_hours": round(quantile(hours, 0.75), 2) if hours else None,
-            "min_hours": round(min(hours), 2) if hours else None,
-            "max_hours": round(max(hours), 2) if hours else None,
-            "mean_hours": round(sum(hours) / len(hours), 2) if hours else None,
+            **hours_summary(hours, confidence),
             "gpus_idled_mean": round(sum(r["gpus_idled"] for r in repairs) / len(repairs), 1),
             "published_hours": round(published.mttr_hours, 2) if published else None,
             "published_source": f"{mttr_model.source}: {published.source}" if published else None,
@@ -209,6 +202,7 @@ def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.9
     models = sorted({r["model"] for r in fleet.racks})
     early_rate = _rate(early, fleet.exposure_early, confidence)
     later_rate = _rate(len(fleet.incidents) - early, fleet.exposure_later, confidence)
+    mttr = _mttr(fleet, mttr_model, confidence)
     return {
         "ledger": ledger.url,
         "window": {"since": stored(since) if since else None, "until": from_epoch(window.until),
@@ -223,7 +217,8 @@ def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.9
             "by_kind": {kind: _rate(count, exposure, confidence) for kind, count in sorted(by_kind.items())},
             "published": {m: PUBLISHED_MTBI[m] for m in models if m in PUBLISHED_MTBI},
         },
-        "mttr": {"method": MTTR_METHOD, "by_action": _mttr(fleet, mttr_model, confidence)},
+        "mttr": {"method": MTTR_METHOD, "by_action": mttr},
+        "slurm_drains": drain_statistics(data["drains"], data["racks"], window, confidence, mttr),
         "blast_radius": {
             "repairs": len(fleet.repairs),
             "gpus_idled_mean": round(sum(r["gpus_idled"] for r in fleet.repairs) / len(fleet.repairs), 1) if fleet.repairs else None,
@@ -290,6 +285,6 @@ def reliability_inputs(ledger=None, *, since=None, until=None, racks=(), confide
     window = stats["window"]
     span = f"{window['since'] or 'the start'} to {window['until']}"
     source = f"measured by the opsctl ledger {stats['ledger']} ({span}): " + "; ".join(said)
-    detail = {"mtbi": overall, "mttr_by_action": stats["mttr"]["by_action"], "exposure": stats["exposure"],
-              "window": window}
+    detail = {"mtbi": overall, "mtbi_by_kind": stats["mtbi"]["by_kind"], "mttr_by_action": stats["mttr"]["by_action"],
+              "exposure": stats["exposure"], "window": window, "confidence": confidence, "ledger": stats["ledger"]}
     return ReliabilityInputs(scenario, source, detail)

@@ -33,3 +33,35 @@ def compare(documents):
 def cell(document, key, fmt):
     value = document.get(key)
     return "-" if value is None else fmt.format(value)
+
+
+def with_paired_edges(result, tables, draws, level):
+    """The comparison with each scenario's edge over the first across paired draws (the same seed
+    puts a key both scenarios share at the same quantile in both: monte_carlo), and the share of
+    draws in which it is the cheaper per effective token. A scenario without ranges is its point
+    figure in every draw."""
+    import numpy
+
+    from opsctl.tco.monte_carlo import paired_edge
+
+    def costs(document, table):
+        if table is not None:
+            return table["effective_cost_per_million_tokens"]
+        value = document["effective_cost_per_million_tokens"]
+        return numpy.full(draws, numpy.inf if value is None else value)
+
+    series = [costs(document, table) for document, table in zip(result["scenarios"], tables)]
+    edges, sentences = [], []
+    baseline = result["scenarios"][0]["name"]
+    for edge, cost in zip(result["edges"], series):
+        paired = paired_edge(series[0], cost, level)
+        edges.append({**edge, **paired})
+        if edge is not result["edges"][0]:
+            interval = ", ".join("unbounded" if v is None else f"{v:+.1%}" for v in paired["edge_interval"] or ())
+            sentences.append(f"{edge['name']} is cheaper per effective token than {baseline} in "
+                             f"{paired['cheaper_share']:.0%} of {draws:,} paired draws; edge {level:.0%} interval [{interval}]")
+    return {**result, "edges": edges,
+            "paired": {"draws": draws, "level": level, "sentences": sentences,
+                       "method": "paired draws (common random numbers): draw i of every scenario uses the same seed "
+                                 "stream for a key they share; cheaper_share = share of draws with a lower effective "
+                                 "$/M tokens than the first scenario's"}}

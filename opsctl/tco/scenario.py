@@ -7,12 +7,15 @@ string) are accepted as numbers.
 """
 
 import copy
+import dataclasses
 import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from opsctl.errors import InputError
+from opsctl.input_checks import shown as _shown  # a 400-digit integer is not one line's worth
 from opsctl.tco.derivation import Given
 from opsctl.tco.skus import PRECISIONS, SKUS
 from opsctl.yaml_input import load_yaml_file, require_mapping
@@ -27,8 +30,13 @@ MODEL_KEYS = ("params", "layers", "hidden", "seq_len")
 RELIABILITY_KEYS = ("mtbi_gpu_days", "restart_minutes", "checkpoint_write_minutes", "checkpoint_interval_minutes",
                     "blast_radius_gpus", "repair_hours", "spare_gpus", "spare_racks", "spare_servers",
                     "charge_spares", "failure_mix", "goodput_model")
-FAILURE_CLASS_KEYS = ("share", "part", "action", "blast_radius_gpus", "repair_hours", "name")
+FAILURE_CLASS_KEYS = ("share", "mtbi_gpu_days", "part", "action", "blast_radius_gpus", "repair_hours", "repair_step_hours",
+                      "name")
 GOODPUT_MODELS = ("ettr", "daly")
+# Bounds on counts, so a typo cannot make pricing run for ever (P(all spare units busy) sums a term
+# per spare unit): far above any fleet, and said in the error.
+MAX_GPUS = 100_000_000
+MAX_SPARE_UNITS = 100_000
 _NUMBER_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -53,6 +61,8 @@ class FailureClass:
     action: str | None = None
     blast_radius_gpus: int | None = None
     repair_hours: float | None = None
+    repair_step_hours: float | None = None  # with a part or action: its repair step (repair_h) instead of the MTTR model's
+    mtbi_gpu_days: float | None = None  # the class's own MTBI (the ledger's per part kind) instead of a share
 
 
 @dataclass(frozen=True)
@@ -108,7 +118,7 @@ def scenario_from_data(data, source):
     cluster = reader.block("cluster", CLUSTER_KEYS, required=True)
     sku_name = cluster.choice("gpu", tuple(SKUS), what="sku")
     sku = SKUS[sku_name]
-    gpus = cluster.integer("gpus", minimum=1)
+    gpus = cluster.integer("gpus", minimum=1, maximum=MAX_GPUS)
     gpu_hour_cost = cluster.number("gpu_hour_cost", required=False)
     capex = cluster.block("capex", CAPEX_KEYS)
     opex = cluster.block("opex", OPEX_KEYS)
@@ -179,7 +189,10 @@ def _reliability(block, sku, source):
     if block is None:
         return None
     interval = block.raw.get("checkpoint_interval_minutes", "optimal")
-    required = ["mtbi_gpu_days", "restart_minutes"] + (["checkpoint_write_minutes"] if interval == "optimal" else [])
+    own_rates = isinstance(block.raw.get("failure_mix"), list) and any(
+        isinstance(c, dict) and "mtbi_gpu_days" in c for c in block.raw["failure_mix"])
+    required = (["restart_minutes"] if own_rates else ["mtbi_gpu_days", "restart_minutes"]) + \
+        (["checkpoint_write_minutes"] if interval == "optimal" else [])
     missing = [key for key in required if block.raw.get(key) is None]
     if missing:
         raise InputError(f"{source}: reliability: {', '.join(missing)} missing (a reliability block needs "
@@ -197,7 +210,7 @@ def _reliability(block, sku, source):
     other = "spare_servers" if spare_key == "spare_racks" else "spare_racks"
     if other in block.raw:
         raise InputError(f"{source}: reliability.{other}: a {sku.name} job keeps spare {sku.domain.unit}s; use {spare_key}")
-    spare_units = block.integer(spare_key, required=False, minimum=0) or Given(0, "default: no spare units")
+    spare_units = block.integer(spare_key, required=False, minimum=0, maximum=MAX_SPARE_UNITS) or Given(0, "default: no spare units")
     spare_gpus = block.integer("spare_gpus", required=False, minimum=0)
     if spare_gpus is not None and spare_gpus.value >= sku.domain.gpus:
         raise InputError(f"{source}: reliability.spare_gpus must be fewer than the {sku.domain.gpus} GPUs of a {sku.domain.unit}")
@@ -207,12 +220,13 @@ def _reliability(block, sku, source):
     model = block.raw.get("goodput_model", "ettr")
     if model not in GOODPUT_MODELS:
         raise InputError(f"{source}: reliability.goodput_model must be one of {', '.join(GOODPUT_MODELS)}, got {model!r}")
+    mtbi, failures = _interruption_rate(block, _failure_classes(block, source), source)
     result = Reliability(
-        mtbi_gpu_days=block.number("mtbi_gpu_days"),
+        mtbi_gpu_days=mtbi,
         restart_minutes=block.number("restart_minutes", allow_zero=True),
         checkpoint_write_minutes=write,
         checkpoint_interval_minutes=interval,
-        failures=_failure_classes(block, source),
+        failures=failures,
         spare_gpus=spare_gpus,
         spare_units=spare_units,
         charge_spares=charge,
@@ -239,23 +253,69 @@ def _failure_classes(block, source):
     classes = []
     for index, raw in enumerate(mix):
         entry = _Reader.sub(raw, source, f"reliability.failure_mix[{index}]", FAILURE_CLASS_KEYS)
-        share = entry.number("share", maximum=1.0)
+        own = entry.number("mtbi_gpu_days", required=False)
+        share = entry.number("share", required=own is None, maximum=1.0)
+        if own is not None and share is not None:
+            raise InputError(f"{source}: {entry.path}: give share or mtbi_gpu_days (the class's own MTBI), not both")
         named = [key for key in ("part", "action") if key in raw]
         direct = entry.integer("blast_radius_gpus", required=False, minimum=0)
-        hours = entry.number("repair_hours", required=False, allow_zero=True)
-        if len(named) + (direct is not None) != 1 or (direct is None) != (hours is None):
+        hours = entry.number("repair_hours", required=False, allow_zero=True)  # with a part or action: the whole restore
+        if len(named) + (direct is not None) != 1 or (direct is not None and hours is None):
             raise InputError(f"{source}: {entry.path}: name a part or an action, or give blast_radius_gpus with repair_hours")
         for key in named:
             if not isinstance(raw[key], str):
-                raise InputError(f"{source}: {entry.path}.{key} must be a name, got {raw[key]!r}")
+                raise InputError(f"{source}: {entry.path}.{key} must be a name, got {_shown(raw[key])}")
+        step = entry.number("repair_step_hours", required=False, allow_zero=True)
+        if step is not None and not named:
+            raise InputError(f"{source}: {entry.path}.repair_step_hours goes with a part or an action (it replaces "
+                             f"the repair step of the MTTR model's action); with blast_radius_gpus give repair_hours")
+        if step is not None and hours is not None:
+            raise InputError(f"{source}: {entry.path}: give repair_hours (the whole time to restore) or "
+                             f"repair_step_hours (the action's repair step), not both")
+        if not isinstance(raw.get("name", ""), str):
+            raise InputError(f"{source}: {entry.path}.name must be text, got {_shown(raw['name'])}")
         classes.append(FailureClass(str(raw.get("name") or raw.get("part") or raw.get("action") or f"class {index}"),
-                                    share.value, part=raw.get("part"), action=raw.get("action"),
+                                    share.value if share else 0.0, part=raw.get("part"), action=raw.get("action"),
                                     blast_radius_gpus=direct.value if direct else None,
-                                    repair_hours=hours.value if hours else None))
+                                    repair_hours=hours.value if hours else None,
+                                    repair_step_hours=step.value if step else None,
+                                    mtbi_gpu_days=own.value if own else None))
     total = sum(c.share for c in classes)
-    if not math.isclose(total, 1.0, abs_tol=1e-6):
+    if any(c.mtbi_gpu_days is not None for c in classes):
+        if total > 1.0 + 1e-6:  # the classes with a share are part of reliability.mtbi_gpu_days's interruptions
+            raise InputError(f"{source}: reliability.failure_mix shares must add up to at most 1 beside classes with "
+                             f"their own mtbi_gpu_days, they add up to {total:g}")
+    elif not math.isclose(total, 1.0, abs_tol=1e-6):
         raise InputError(f"{source}: reliability.failure_mix shares must add up to 1, they add up to {total:g}")
     return tuple(classes)
+
+
+def _interruption_rate(block, classes, source):
+    """The MTBI the job sees and each class's share of its interruptions.
+
+    A class may give its own mtbi_gpu_days instead of a share (the ledger measures one per part
+    kind): the interruption rates then add up — 1 / mtbi_gpu_days for such a class, share /
+    reliability.mtbi_gpu_days for a class with a share — and each class's share is its part of
+    the sum. Without such a class it is the scenario's MTBI and shares, as written."""
+    if all(c.mtbi_gpu_days is None for c in classes):
+        return block.number("mtbi_gpu_days"), classes
+    overall = block.number("mtbi_gpu_days", required=False)
+    shared = [c.name for c in classes if c.mtbi_gpu_days is None]
+    if shared and overall is None:
+        raise InputError(f"{source}: reliability.mtbi_gpu_days missing: the failure_mix classes with a share "
+                         f"({', '.join(shared)}) are shares of its interruptions")
+    if not shared and overall is not None:
+        raise InputError(f"{source}: reliability.mtbi_gpu_days: every failure_mix class gives its own mtbi_gpu_days, "
+                         f"which together make the MTBI; drop it")
+    rates = [c.share / overall.value if c.mtbi_gpu_days is None else 1.0 / max(c.mtbi_gpu_days, sys.float_info.min)
+             for c in classes]
+    top = max(rates)
+    weights = [r / top for r in rates]  # ≤ 1 each: their sum cannot overflow where the rates' might
+    total = math.fsum(weights)
+    how = "1 / Σ (1 / mtbi_gpu_days of each failure_mix class" + (
+        f"; share / {overall.value:g} for a class with a share ({overall.source})" if shared else "") + ")"
+    return (Given(1.0 / top / total, how),
+            tuple(dataclasses.replace(c, share=w / total) for c, w in zip(classes, weights)))
 
 
 def _sku_default(value, sku, key, source):
@@ -268,12 +328,19 @@ def _sku_default(value, sku, key, source):
 _MISSING = object()
 
 
+_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
 def _lookup(data, path):
+    """The value at a dotted path, list entries by index: reliability.failure_mix[2].repair_step_hours."""
     node = data
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
+    for key, index in _STEP.findall(path):
+        if key and isinstance(node, dict) and key in node:
+            node = node[key]
+        elif index and isinstance(node, list) and int(index) < len(node):
+            node = node[int(index)]
+        else:
             return _MISSING
-        node = node[part]
     return node
 
 
@@ -322,24 +389,25 @@ class _Reader:
             if required:
                 raise InputError(f"{self.source}: {self.key(name)} missing")
             return None
-        number = _as_number(value)
+        number = as_number(value)
         if number is None:
-            raise InputError(f"{self.source}: {self.key(name)} must be a number, got {value!r}")
+            beyond = " within the float range (below 1.8e308)" if isinstance(value, int) and not isinstance(value, bool) else ""
+            raise InputError(f"{self.source}: {self.key(name)} must be a finite number{beyond}, got {_shown(value)}")
         low = ">= 0" if allow_zero else "> 0"
         if number < 0 or (number == 0 and not allow_zero):
-            raise InputError(f"{self.source}: {self.key(name)} must be {low}, got {value!r}")
+            raise InputError(f"{self.source}: {self.key(name)} must be {low}, got {_shown(value)}")
         if minimum is not None and number < minimum:
-            raise InputError(f"{self.source}: {self.key(name)} must be >= {minimum:g}, got {value!r}")
+            raise InputError(f"{self.source}: {self.key(name)} must be >= {minimum:g}, got {_shown(value)}")
         if maximum is not None and number > maximum:
-            raise InputError(f"{self.source}: {self.key(name)} must be <= {maximum:g}, got {value!r}")
+            raise InputError(f"{self.source}: {self.key(name)} must be <= {maximum:,}, got {_shown(value)}")
         return Given(number, self.given_source(name))
 
-    def integer(self, name, required=True, minimum=0):
-        given = self.number(name, required=required, allow_zero=minimum == 0, minimum=minimum)
+    def integer(self, name, required=True, minimum=0, maximum=None):
+        given = self.number(name, required=required, allow_zero=minimum == 0, minimum=minimum, maximum=maximum)
         if given is None:
             return None
         if given.value != int(given.value):
-            raise InputError(f"{self.source}: {self.key(name)} must be a whole number, got {self.raw[name]!r}")
+            raise InputError(f"{self.source}: {self.key(name)} must be a whole number, got {_shown(self.raw[name])}")
         return Given(int(given.value), given.source)
 
     def choice(self, name, allowed, what):
@@ -351,14 +419,24 @@ class _Reader:
         return value
 
 
-def _as_number(value):
+def as_number(value):
+    """The number a scenario value stands for, or None: not a number, a bool, NaN, ±infinity, or
+    an integer beyond the float range (10**400 would overflow every formula downstream)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()):
         value = float(value)
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value) if isinstance(value, float) else value
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            return None
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
     return None
+
+
 
 
 def set_key(data, path, value):

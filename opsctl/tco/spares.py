@@ -75,21 +75,32 @@ def resolve(failure_class, scenario, mttr_model):
         return Failure(failure_class.name, failure_class.share, failure_class.blast_radius_gpus,
                        failure_class.repair_hours, f"{scenario.source}: reliability")
     domain = scenario.sku.domain
+    action = action_of(failure_class, scenario, mttr_model)
+    blast = {"gpu": 1, "compute_tray": domain.gpus_per_tray}.get(action.out_of_service, domain.gpus)
+    source = (f"{mttr_model.source}: actions.{action.name} ({action.action}; out of service: "
+              f"{action.out_of_service}; {action.source})")
+    hours = action.mttr_hours
+    if failure_class.repair_hours is not None:  # a measured time to restore (the ledger's), the action's blast radius
+        hours = failure_class.repair_hours
+        source += f"; time to restore {hours:g} h: {scenario.source}: reliability.failure_mix"
+    elif failure_class.repair_step_hours is not None:  # the scenario's repair step, the action's other steps
+        hours = sum({**action.hours, "repair_h": failure_class.repair_step_hours}.values())
+        source += f"; repair step {failure_class.repair_step_hours:g} h: {scenario.source}: reliability.failure_mix"
+    return Failure(failure_class.name, failure_class.share, blast, hours, source)
+
+
+def action_of(failure_class, scenario, mttr_model):
+    """The MTTR model's repair action for a class that names an action or a part kind."""
     if failure_class.action is not None:
         if failure_class.action not in mttr_model.actions:
             raise InputError(f"{scenario.source}: reliability: unknown MTTR action {failure_class.action!r} "
                              f"(known in {mttr_model.source}: {', '.join(sorted(mttr_model.actions))})")
-        action = mttr_model.actions[failure_class.action]
-    else:
-        kind, _, context = failure_class.part.partition("@")
-        try:
-            action = mttr_model.action_for(kind, domain.model, context or None)
-        except InputError as error:
-            raise InputError(f"{scenario.source}: reliability.failure_mix: part {failure_class.part!r}: {error}") from None
-    blast = {"gpu": 1, "compute_tray": domain.gpus_per_tray}.get(action.out_of_service, domain.gpus)
-    return Failure(failure_class.name, failure_class.share, blast, action.mttr_hours,
-                   f"{mttr_model.source}: actions.{action.name} ({action.action}; out of service: "
-                   f"{action.out_of_service}; {action.source})")
+        return mttr_model.actions[failure_class.action]
+    kind, _, context = failure_class.part.partition("@")
+    try:
+        return mttr_model.action_for(kind, scenario.sku.domain.model, context or None)
+    except InputError as error:
+        raise InputError(f"{scenario.source}: reliability.failure_mix: part {failure_class.part!r}: {error}") from None
 
 
 def cover(failures, layout_, interruptions_per_hour):
@@ -123,7 +134,7 @@ def _poisson_at_least(mean, k):
     """P(N ≥ k) for N ~ Poisson(mean); terms in log space, as mean**j overflows for a large mean."""
     if k == 0 or math.isinf(mean):
         return 1.0
-    if mean == 0:
+    if mean == 0 or k > mean + 40 * math.sqrt(mean) + 40:  # beyond, the tail is below 1e-300: no term to sum
         return 0.0
     below = sum(math.exp(-mean + j * math.log(mean) - math.lgamma(j + 1)) for j in range(k))
     return min(max(1.0 - below, 0.0), 1.0)

@@ -3,9 +3,12 @@ plot of effective $ per million tokens (and the failure-free price) against the 
 """
 
 import csv
+import io
+import math
 import re
 
 from opsctl.errors import InputError
+from opsctl.runs.atomic_file import write_bytes_atomic
 from opsctl.tco.pricing import price
 from opsctl.tco.scenario import scenario_from_data, set_key
 
@@ -15,20 +18,25 @@ COLUMNS = ("gpu_hour_cost", "tokens_per_second_per_gpu", "mfu", "cost_per_millio
            "total_cost", "effective_total_cost", "training_days")
 PLOT_SIZE_INCHES = (8, 5)
 PLOT_DPI = 100  # 800 × 500 pixels
+MAX_STEPS = 1000  # 0.4 ms a point: a sweep of the most takes about half a second, and its plot stays legible
 
 
 def parse_vary(text):
     """KEY=FROM:TO:STEPS → (key, [STEPS evenly spaced values from FROM to TO])."""
     match = VARY.fullmatch(text.strip())
     if not match:
-        raise InputError(f"--vary {text!r}: expected KEY=FROM:TO:STEPS, e.g. reliability.mtbi_gpu_days=1000:5000:9")
-    key, steps = match["key"], int(match["steps"])
+        raise InputError(f"--vary {text[:80]!r}: expected KEY=FROM:TO:STEPS, e.g. reliability.mtbi_gpu_days=1000:5000:9")
+    key, steps = match["key"], int(match["steps"]) if len(match["steps"]) <= 9 else MAX_STEPS + 1
     try:
         start, stop = float(match["start"]), float(match["stop"])
     except ValueError:
         raise InputError(f"--vary {text!r}: FROM and TO must be numbers") from None
+    if not (math.isfinite(start) and math.isfinite(stop)):
+        raise InputError(f"--vary {text!r}: FROM and TO must be finite numbers")
     if steps < 2:
         raise InputError(f"--vary {text!r}: STEPS must be 2 or more")
+    if steps > MAX_STEPS:
+        raise InputError(f"--vary {text[:80]!r}: STEPS must be at most {MAX_STEPS:,}")
     return key, [start + (stop - start) * i / (steps - 1) for i in range(steps)]
 
 
@@ -50,10 +58,12 @@ def sweep(scenario, key, values, mttr_model=None):
 
 
 def write_csv(rows, path):
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    """Written whole or not at all (the atomic writer): a full disk leaves the old file as it was."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_bytes_atomic(path, text.getvalue().encode("utf-8"), make_folders=False)
 
 
 def write_png(rows, key, path, title):
@@ -74,8 +84,10 @@ def write_png(rows, key, path, title):
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     axes.legend()
-    figure.savefig(path, dpi=PLOT_DPI)  # fixed size: no tight bbox, so the PNG is 800 × 500
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=PLOT_DPI)  # fixed size: no tight bbox, so the PNG is 800 × 500
     pyplot.close(figure)
+    write_bytes_atomic(path, image.getvalue(), make_folders=False)
 
 
 def _value_at(data, path):
