@@ -188,7 +188,7 @@ def flag_cases():
     for label, argv in times:
         for value in TIME_TEXTS:
             yield Case(f"{label} {value[:24]!r}", [*argv, value])
-    urls = [f"postgresql://[::1", f"postgresql://u:{SECRET}@h:notaport/db", f"postgresql://u@127.0.0.1:1/db?password={SECRET}",
+    urls = ["postgresql://[::1", f"postgresql://u:{SECRET}@h:notaport/db", f"postgresql://u@127.0.0.1:1/db?password={SECRET}",
             f"host=127.0.0.1 port=1 password={SECRET}", f"postgresql://u:{SECRET}@127.0.0.1:1/db",
             f"postgresql://u:p@ss{SECRET}@127.0.0.1:1/db", "postgresql://%zz@/", "mysql://x/y", "", "sqlite://",
             "/proc/x/ledger.sqlite", "sqlite:////proc/ledger.sqlite", f"postgresql://u@127.0.0.1:1/db?sslmode=bogus&password={SECRET}"]

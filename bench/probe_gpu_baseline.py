@@ -42,7 +42,7 @@ def baseline(n, seconds, index):
     device = torch.device("cuda", index)
     a = torch.randn(n, n, device=device).to(torch.bfloat16)
     b = torch.randn(n, n, device=device).to(torch.bfloat16)
-    iterations, took = timed(lambda: torch.matmul(a, b), seconds, torch, device)
+    iterations, took = timed(lambda: torch.matmul(a, b), seconds, torch, device)  # noqa: F821 (a, b are deleted below, after use)
     tflops = 2.0 * n**3 * iterations / took / 1e12
     del a, b
     source = torch.empty(COPY_BYTES, dtype=torch.uint8, device=device).fill_(0x5A)

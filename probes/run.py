@@ -228,7 +228,8 @@ class TrayRun:
             "index": reading.index, "id_hint": f"gpu{reading.index}", "uuid": reading.uuid, "name": reading.name,
             "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "pci_device_id": reading.pci_device_id,
             "platform": reading.platform,
-            "vbios": reading.vbios, "inforom": reading.inforom, "lost": reading.lost, "hung": reading.hung, "before": reading.to_dict(), "failures": [], "incomplete": [],
+            "vbios": reading.vbios, "inforom": reading.inforom, "lost": reading.lost, "hung": reading.hung,
+            "before": reading.to_dict(), "failures": [], "incomplete": [],
         }
 
     def _record(self, document, gpus, probe, seconds, outcome, took):

@@ -7,12 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from opsctl.backend import sim_spec_for
 from opsctl.cli.commands.sim import injected_faults
 from opsctl.inventory import load_inventory
-from tests.sshd import burnin_over_ssh
 
 GPU_FAULTS = ("slow", "throttle", "sdc", "row_remap")
 LINK_FAULTS = ("errors", "flap", "down")

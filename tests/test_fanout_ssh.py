@@ -82,7 +82,8 @@ def test_refused_and_silent_hosts_are_incomplete_with_the_reason(sshd, tmp_path,
     inventory = sshd.inventory(tmp_path / "inventory.yaml", trays=["ct01", "ct02"], known_hosts=known,
                                extra_hosts={"ct01": "127.0.0.29"})  # nothing listens there
     # ct02 is the silent host, on its own port.
-    text = inventory.read_text().replace("rack07-ct02: {ansible_host: '127.0.0.3'", f"rack07-ct02: {{ansible_port: {silent_host[1]}, ansible_host: '127.0.0.30'")
+    text = inventory.read_text().replace("rack07-ct02: {ansible_host: '127.0.0.3'",
+                                         f"rack07-ct02: {{ansible_port: {silent_host[1]}, ansible_host: '127.0.0.30'")
     inventory.write_text(text)
     rack = load_inventory(inventory).rack("rack07")
     results = _by_tray(run_on_trays(rack, SNAPSHOT, workdir=tmp_path, options=FanoutOptions(connect_timeout_s=1.0)))

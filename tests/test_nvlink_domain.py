@@ -35,7 +35,9 @@ def test_nccl_lines_say_which_path_each_channel_took():
 
 
 def test_the_bisection_names_a_tray_only_when_it_narrowed_to_one():
-    half = lambda trays, bw: {"trays": trays, "gpus": 4 * len(trays), "busbw_gbps": bw}
+    def half(trays, bw):
+        return {"trays": trays, "gpus": 4 * len(trays), "busbw_gbps": bw}
+
     narrowed = [{"halves": [half(["ct01"], 850), half(["ct02", "ct03"], 690)], "slower": 1},
                 {"halves": [half(["ct02"], 690), half(["ct03"], 850)], "slower": 0}]
     assert slow_tray(narrowed) == {"tray": "ct02", "busbw_gbps": 690, "other_gbps": 850}

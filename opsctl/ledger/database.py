@@ -13,7 +13,7 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 from opsctl.errors import IncompleteError, InputError
 

@@ -20,9 +20,14 @@ from opsctl.mttr import load_mttr_model
 DAY_S = 86400.0
 # The published operator figures (docs/sources.md, Reliability) the ledger's own measure replaces.
 PUBLISHED_MTBI = {
-    "gb200-nvl72": {"gpu_days": [1000, 3000], "source": "published operator figures (docs/sources.md, Reliability): GB200 NVL72 MTBI 1,000–3,000 GPU-days"},
-    "hgx-h100": {"gpu_days": [2000, 5000], "source": "published operator figures (docs/sources.md, Reliability): H100 MTBI 2,000 (immature) – 5,000 (best operator) GPU-days"},
-    "hgx-h200": {"gpu_days": [2000, 5000], "source": "published operator figures (docs/sources.md, Reliability): H100 MTBI 2,000–5,000 GPU-days (no H200 figure is published)"},
+    "gb200-nvl72": {"gpu_days": [1000, 3000],
+                    "source": "published operator figures (docs/sources.md, Reliability): GB200 NVL72 MTBI 1,000–3,000 GPU-days"},
+    "hgx-h100": {"gpu_days": [2000, 5000],
+                 "source": "published operator figures (docs/sources.md, Reliability): H100 MTBI 2,000 (immature) – 5,000 "
+                           "(best operator) GPU-days"},
+    "hgx-h200": {"gpu_days": [2000, 5000],
+                 "source": "published operator figures (docs/sources.md, Reliability): H100 MTBI 2,000–5,000 GPU-days "
+                           "(no H200 figure is published)"},
 }
 MTBI_METHOD = "exposure / failures; exact Poisson (Garwood) interval on the failure count"
 MTTR_METHOD = "time from the failure to back in service; median with its order-statistic interval"

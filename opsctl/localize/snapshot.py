@@ -36,7 +36,7 @@ import numpy as np
 from opsctl.errors import InputError
 from opsctl.localize.evidence import COUNTERS
 from opsctl.rack_models import MODELS, NAME_PATTERN
-from opsctl.input_checks import MAX_SECONDS, check_depth, counter, number, shown
+from opsctl.input_checks import MAX_SECONDS, check_depth, counter, number
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml
 
 SNAPSHOT_FORMAT = "opsctl-snapshot/1"

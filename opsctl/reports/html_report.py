@@ -378,7 +378,7 @@ def render_html(summary, run_path):
 {_files(summary, run_path)}
 
 <h2>Sign-off</h2>
-{f'<p class="trial">A trial acceptance: signing it records the trial run, not an acceptance by the criteria.</p>' if trial else ''}
+{'<p class="trial">A trial acceptance: signing it records the trial run, not an acceptance by the criteria.</p>' if trial else ''}
 <table class="sign"><tr><th></th><th>name</th><th>signature</th><th>date</th></tr>
 <tr><th>vendor</th><td></td><td></td><td></td></tr><tr><th>operator</th><td></td><td></td><td></td></tr></table>
 <p class="muted">opsctl {escape(summary.get('opsctl_version', ''))} · {escape(summary['format'])}</p>
