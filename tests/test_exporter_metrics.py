@@ -61,7 +61,7 @@ def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_e
 
 def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_topology):
     scenario = ("faults:\n"
-                "  - {kind: xid, gpu: gpu2, xid: 48, at_s: 1.5, repeat_s: 0.3, count: 3}\n"
+                "  - {kind: xid, gpu: gpu2, xid: 48, at_s: 1.5, repeat_s: 1, count: 3}\n"
                 "  - {kind: xid, gpu: gpu5, xid: 13, at_s: 1.5}\n"
                 "  - {kind: xid, gpu: gpu5, xid: 201, at_s: 1.6}\n")
     served = sim_exporter(scenario, topology=hgx_topology)

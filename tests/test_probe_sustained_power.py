@@ -37,7 +37,8 @@ def test_power_reached_against_dcgms_ratio_of_the_target(power, verdict):
 
 
 def test_a_short_load_below_the_target_is_no_evidence_but_one_that_reaches_it_passes():
-    assert verdicts(sustained_power.checks("gpu0", gpu(power=899.0, load_s=29.0), GB200))["power.reached"] == "incomplete"
+    # Not judged (no check, so neither a pass nor an incomplete that would fail a quick burn-in).
+    assert "power.reached" not in verdicts(sustained_power.checks("gpu0", gpu(power=899.0, load_s=29.0), GB200))
     assert verdicts(sustained_power.checks("gpu0", gpu(power=899.0, load_s=30.0), GB200))["power.reached"] == "fail"
     assert verdicts(sustained_power.checks("gpu0", gpu(power=950.0, load_s=5.0), GB200))["power.reached"] == "pass"
 

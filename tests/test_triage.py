@@ -56,8 +56,8 @@ def test_the_kept_snapshot_localizes_to_the_same_answer(rack07_triage, opsctl):
 
 
 def test_triage_reads_well_for_a_person(opsctl, tmp_path):
-    # The GSP keeps timing out: whenever the tray's window opens on the rack's timeline, it sees one.
-    inventory = sim_inventory(tmp_path, "seed: 3\nfaults:\n  - {kind: xid, gpu: gpu6, xid: 119, at_s: 0.5, repeat_s: 0.5}\n")
+    # The GSP times out every second: whatever 2 s window the tray reads on the rack's timeline sees one.
+    inventory = sim_inventory(tmp_path, "seed: 3\nfaults:\n  - {kind: xid, gpu: gpu6, xid: 119, at_s: 0.5, repeat_s: 1}\n")
     result = opsctl("--inventory", inventory, "triage", "lab1", "--window", "2")
     assert result.code == 1, result.err
     out = result.out
@@ -92,5 +92,5 @@ def test_triage_over_ssh(sshd, tmp_path, opsctl):
 def test_bad_triage_input_is_refused_before_any_tray_is_read(opsctl, tmp_path):
     bad = tmp_path / "mttr.yaml"
     bad.write_text("actions:\n  reset_gpu:\n    repair_h: -3\n")
-    assert_one_line_error(opsctl("triage", "hgx01", "--mttr-config", bad), 2, "repair_h must be hours")
+    assert_one_line_error(opsctl("triage", "hgx01", "--mttr-config", bad), 2, "repair_h (hours) must be a number at least 0")
     assert_one_line_error(opsctl("triage", "nosuchrack"), 2, "unknown rack 'nosuchrack'")
