@@ -200,7 +200,7 @@ def test_the_spec_can_come_on_stdin_and_an_unreachable_tray_is_down(spec_file):
 
 @pytest.mark.parametrize("args, fragment", [
     (["run", "--probes", "gemm,burn"], "unknown probe 'burn'"),
-    (["run", "--duration", "-1"], "must be above 0"),
+    (["run", "--duration", "-1"], "must be a finite number above 0"),
     (["run", "--backend", "sim", "--tray", "ct01"], "needs --sim-spec"),
     (["run", "--backend", "sim", "--sim-spec", "/nonexistent.json", "--tray", "ct01"], "cannot read the simulator spec"),
     (["snapshot", "--backend", "sim", "--sim-spec", "SPEC", "--tray", "ct99"], "has no tray 'ct99'"),

@@ -23,7 +23,8 @@ XID_WORKFLOWS = [74, 79, 48, 63, 64, 94, 95, 140, 119, 120, 144, 145, 146, 147, 
 RUNBOOK_FILES = ["link", "gpu", "compute-tray", "connector", "cartridge", "switch-chip", "switch-tray", "baseboard",
                  "xid-74-nvlink", "xid-79-fell-off-bus", "xid-memory", "xid-gsp", "xid-nvlink5", "xid-149-link-down",
                  "xid-154-recovery-action", "thermal-throttle", "power-brake", "fabric-degraded", "silent-data-corruption",
-                 "slow-gpu", "gpu-missing", "exporter-down", "hbm-memory-test", "gpu-configuration", "host-link"]
+                 "slow-gpu", "gpu-missing", "exporter-down", "hbm-memory-test", "gpu-configuration", "host-link",
+                 "nvlink-domain"]
 
 
 def exists(path):
