@@ -1,4 +1,4 @@
-"""What the README promises of every command: `--json`, and `--inventory FILE` after the command
+"""What the operator guide (docs/operator-guide.md) promises of every command: `--json`, and `--inventory FILE` after the command
 as well as before it wherever the command reads the inventory."""
 
 import click
@@ -6,7 +6,7 @@ import pytest
 
 from opsctl.cli import cli
 
-# The README names these: `sim spec` prints JSON anyway, `ledger export` writes files.
+# The guide names these: `sim spec` prints JSON anyway, `ledger export` writes files.
 WITHOUT_JSON = {"sim spec", "ledger export"}
 # Commands that never read the inventory (the ledger, TCO, a run folder, the exporter's rules file).
 WITHOUT_INVENTORY_PREFIXES = ("ledger", "repair", "tco", "report", "exporter rules")
