@@ -8,6 +8,8 @@ Every error ends as one line on stderr and opsctl's exit code (README, A tour of
 traceback).
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import pkgutil
@@ -24,14 +26,15 @@ COMMANDS_PACKAGE = "opsctl.cli.commands"
 class LazyCommands(click.Group):
     """Finds commands by module name in opsctl/cli/commands/ and imports them on first use."""
 
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: click.Context) -> list[str]:
         package = importlib.import_module(COMMANDS_PACKAGE)
         return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in self.list_commands(ctx):
             return None
-        return importlib.import_module(f"{COMMANDS_PACKAGE}.{name}").command
+        command: click.Command = importlib.import_module(f"{COMMANDS_PACKAGE}.{name}").command
+        return command
 
 
 @click.group(cls=LazyCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -44,20 +47,20 @@ class LazyCommands(click.Group):
     help="Ansible-format inventory of racks (default: $OPSCTL_INVENTORY, else the built-in simulated racks).",
 )
 @click.pass_context
-def cli(ctx, inventory):
+def cli(ctx: click.Context, inventory: str | None) -> None:
     """Burn-in, acceptance, triage, alerting and TCO for GPU training racks (GB200 NVL72, HGX)."""
     ctx.ensure_object(dict)
     ctx.obj["inventory"] = inventory
 
 
-def _fail(message, code):
+def _fail(message: object, code: int) -> int:
     # One line, whatever the message quotes (a CSV field, a driver's error over several lines).
     line = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
     click.echo(f"opsctl: {line}", err=True)
     return code
 
 
-def run(argv=None):
+def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (what `main` exits with; tests call this)."""
     try:
         result = cli.main(args=argv, prog_name="opsctl", standalone_mode=False)
@@ -86,5 +89,5 @@ def run(argv=None):
     return result if isinstance(result, int) else 0
 
 
-def main():
+def main() -> None:
     sys.exit(run())
