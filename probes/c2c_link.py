@@ -5,11 +5,15 @@ active at both ends of the run. The error counters' deltas are shown, not judged
 source gives a limit for them (corrected C2C errors reach the XID rules as XID 121).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from probes.counters import counter_deltas
-from probes.judge import check
+from probes.judge import References, check
 
 
-def window(before, after):
+def window(before: Any, after: Any) -> dict[str, Any] | None:
     """The `c2c` section of a GPU entry (docs/probe-output.md) from its readings before and after
     the run; None where the GPU reports no C2C link."""
     if after.c2c is None and before.c2c is None:
@@ -22,7 +26,8 @@ def window(before, after):
             "read": "both" if before.c2c is not None and after.c2c is not None else "once"}
 
 
-def checks(component, c2c, refs, required=False):
+def checks(component: str, c2c: dict[str, Any] | None, refs: References,
+           required: bool = False) -> list[dict[str, Any]]:
     """c2c.links: every NVLink-C2C link active through the run; `required` where the GPU's model
     reaches its CPU over C2C (its reference file's `host_link: c2c`)."""
     rule = refs.rules["c2c"]

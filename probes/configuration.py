@@ -4,19 +4,23 @@ mode, power limit, application clocks — and what must hold on every GPU whatev
 configuration is judged across the rack (opsctl/burnin/configuration.py).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from probes.judge import check
 
 MODES = {0: "disabled", 1: "enabled"}  # nvml.h NVML_FEATURE_DISABLED / ENABLED, NVML_DEVICE_MIG_DISABLE / ENABLE
 
 
-def read(nvml, handle, reading, system):
+def read(nvml: Any, handle: Any, reading: Any, system: dict[str, Any]) -> dict[str, Any]:
     """The `configuration` section of a GPU entry (docs/probe-output.md); `reading` is its
     identity reading (VBIOS, InfoROM), `system` the tray's (driver). A value NVML does not
     give is None, and `unread` says which call and why."""
-    config = {"driver_version": system.get("driver_version"), "vbios": reading.vbios, "inforom": reading.inforom,
+    config: dict[str, Any] = {"driver_version": system.get("driver_version"), "vbios": reading.vbios, "inforom": reading.inforom,
               "unread": {}}
 
-    def ask(key, call, *args):
+    def ask(key: str, call: str, *args: Any) -> Any:
         try:
             return getattr(nvml, call)(handle, *args)
         except nvml.NVMLError as error:
@@ -34,7 +38,7 @@ def read(nvml, handle, reading, system):
     default = ask("power_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit")
     config["power_limit_w"] = None if limit is None else limit / 1000.0
     config["default_power_limit_w"] = None if default is None else default / 1000.0
-    clocks = {}
+    clocks: dict[str, dict[str, Any]] = {}
     for name, clock in (("sm", nvml.NVML_CLOCK_SM), ("mem", nvml.NVML_CLOCK_MEM)):
         now = ask("applications_clocks", "nvmlDeviceGetApplicationsClock", clock)
         usual = ask("applications_clocks", "nvmlDeviceGetDefaultApplicationsClock", clock)
@@ -47,7 +51,7 @@ def read(nvml, handle, reading, system):
     return config
 
 
-def _nvlink_speed(nvml, handle, unread):
+def _nvlink_speed(nvml: Any, handle: Any, unread: dict[str, str]) -> int | None:
     """The speed every active NVLink of the GPU runs at (nvml.h NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON,
     "Common NVLink Speed in MBps for active links"); None where NVML does not say."""
     field = getattr(nvml, "NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None)
@@ -64,10 +68,10 @@ def _nvlink_speed(nvml, handle, unread):
     return int(value.value.uiVal)
 
 
-def checks(component, config, rules):
+def checks(component: str, config: dict[str, Any], rules: dict[str, Any]) -> list[dict[str, Any]]:
     """What must hold on every GPU: ECC enabled, MIG disabled, the default power limit and clocks."""
     rule = rules["configuration"]
-    found = []
+    found: list[dict[str, Any]] = []
     ecc = config.get("ecc_mode")
     if ecc is None:
         found.append(check("config.ecc_mode", component, "incomplete", None, "enabled", "mode", "!=",

@@ -7,6 +7,11 @@ The judge (probes/hbm_checks.py) ties the result to the GPU's ECC, row-remap and
 counters, read before and after the run.
 """
 
+from __future__ import annotations
+
+import threading
+from typing import Any
+
 import time
 
 from probes.compute.memory_patterns import PATTERNS
@@ -14,7 +19,7 @@ from probes.compute.memory_patterns import PATTERNS
 FRACTION = 0.95  # of the free memory the test asks for; it reaches a little less (blocks)
 
 
-def run(device, stop, progress, seed=0):
+def run(device: Any, stop: threading.Event, progress: dict[str, Any], seed: int = 0) -> dict[str, Any]:
     """Run each pattern once; `progress` is the result dict of docs/probe-output.md (`hbm`)."""
     began = time.monotonic()
     progress.update({"patterns": {}, "errors": 0, "error_ranges": [], "finished": False})

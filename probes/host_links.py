@@ -1,44 +1,82 @@
 """The GPU's link to its host CPU: on HGX the PCIe link's generation and width against the
-most the GPU supports, and its replay counter over the run. A GB200 GPU reaches its Grace CPU
-over NVLink-C2C, which NVML does not report as a PCIe link; there the PCIe calls answer
-NOT_SUPPORTED and only what is read is judged (the SKU's reference file says `host_link: pcie`
-where a PCIe link must be read).
+most the GPU supports, its replay counter and its AER error counters over the run. A GB200 GPU
+reaches its Grace CPU over NVLink-C2C, which NVML does not report as a PCIe link; there the
+PCIe calls answer NOT_SUPPORTED and only what is read is judged (the SKU's reference file says
+`host_link: pcie` where a PCIe link must be read).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from probes.judge import check, compare
 
 CALLS = {"generation": "nvmlDeviceGetCurrPcieLinkGeneration", "max_generation": "nvmlDeviceGetGpuMaxPcieLinkGeneration",
          "width": "nvmlDeviceGetCurrPcieLinkWidth", "max_width": "nvmlDeviceGetMaxPcieLinkWidth",
          "replays": "nvmlDeviceGetPcieReplayCounter"}
+# The GPU's PCIe Advanced Error Reporting counters, by the PCIe error classes (nvml.h field ids,
+# named in nvidia-ml-py 13.580.65, the floor): one batched nvmlDeviceGetFieldValues call.
+AER_FIELDS = {"correctable": "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS",
+              "non_fatal": "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR",
+              "fatal": "NVML_FI_DEV_PCIE_COUNT_FATAL_ERROR"}
+
+Link = dict[str, Any]
 
 
-def read(nvml, handle, now):
+def read(nvml: Any, handle: Any, now: Callable[[], float]) -> Link:
     """One reading of the host link: {generation, max_generation, width, max_width, replays,
-    time, unread}."""
-    link = {"time": now(), "unread": {}}
+    aer: {correctable, non_fatal, fatal}, time, unread}."""
+    link: Link = {"time": now(), "unread": {}}
     for key, call in CALLS.items():
         try:
             link[key] = int(getattr(nvml, call)(handle))
         except nvml.NVMLError as error:
             link[key] = None
             link["unread"][key] = f"{call}: {error}"
+    link["aer"] = _read_aer(nvml, handle, link["unread"])
     return link
 
 
-def window(before, after):
-    """The `host_link` section of a GPU entry: the link as it ends the run, and the replays of the run."""
+def _read_aer(nvml: Any, handle: Any, unread: dict[str, str]) -> dict[str, int | None]:
+    fields = {name: getattr(nvml, const) for name, const in AER_FIELDS.items() if hasattr(nvml, const)}
+    found: dict[str, int | None] = {name: None for name in AER_FIELDS}
+    if not fields:
+        return found
+    try:
+        values = nvml.nvmlDeviceGetFieldValues(handle, list(fields.values()))
+    except nvml.NVMLError as error:
+        unread["aer"] = f"nvmlDeviceGetFieldValues: {error}"
+        return found
+    for (name, const), value in zip(fields.items(), values):
+        if value.nvmlReturn == nvml.NVML_SUCCESS:
+            found[name] = int(value.value.ullVal if value.valueType == nvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                              else value.value.uiVal)
+        else:
+            unread[f"aer.{name}"] = f"{AER_FIELDS[name]}: {nvml.NVMLError(value.nvmlReturn)}"
+    return found
+
+
+def window(before: Link, after: Link) -> Link:
+    """The `host_link` section of a GPU entry: the link as it ends the run, and the replays and
+    AER errors of the run."""
     link = {key: after.get(key) for key in ("generation", "max_generation", "width", "max_width")}
     link["unread"] = {**before.get("unread", {}), **after.get("unread", {})}
     seconds = max(0.0, after["time"] - before["time"])
     if before.get("replays") is not None and after.get("replays") is not None:
         link["replays"] = after["replays"] - before["replays"]
         link["window_s"] = round(seconds, 3)
+    start, end = before.get("aer") or {}, after.get("aer") or {}
+    errors = {name: end[name] - start[name] for name in AER_FIELDS
+              if start.get(name) is not None and end.get(name) is not None}
+    if errors:
+        link["aer_errors"] = errors
     return link
 
 
-def checks(component, link, rules, required=False):
+def checks(component: str, link: Link, rules: dict[str, Any], required: bool = False) -> list[dict[str, Any]]:
     rule = rules["host_link"]
-    found = []
+    found: list[dict[str, Any]] = []
     for what, best in (("generation", "max_generation"), ("width", "max_width")):
         source = rule[f"pcie_{what}"]["source"]
         if link.get(what) is None or link.get(best) is None:
@@ -55,4 +93,29 @@ def checks(component, link, rules, required=False):
         limit = rule["replay_per_minute"]
         found.append(compare("host_link.pcie_replays", component, round(per_minute, 3), ">", limit["max"], "per minute",
                              limit["source"], f"{link['replays']} PCIe replays in {link['window_s']:.0f} s"))
+    found += _aer_checks(component, link, rule["pcie_aer"])
+    return found
+
+
+def _aer_checks(component: str, link: Link, rule: dict[str, Any]) -> list[dict[str, Any]]:
+    """host_link.pcie_aer: any uncorrectable (non-fatal or fatal) PCIe error of the run fails;
+    host_link.pcie_aer_correctable: correctable ones a minute above DCGM's pcie plugin limit fail,
+    judged, as DCGM does, only over a window of a minute or more."""
+    errors = link.get("aer_errors") or {}
+    found = []
+    parts = [f"{errors[name]} {name.replace('_', '-')}" for name in ("fatal", "non_fatal", "correctable") if name in errors]
+    if "non_fatal" in errors or "fatal" in errors:
+        uncorrectable = errors.get("non_fatal", 0) + errors.get("fatal", 0)
+        found.append(compare("host_link.pcie_aer", component, uncorrectable, ">", rule["max_uncorrectable"], "errors",
+                             rule["source"], f"PCIe AER errors over the run: {', '.join(parts)}"))
+    window_s = link.get("window_s") or 0.0
+    if "correctable" in errors and window_s >= 60.0:
+        correctable = rule["correctable"]
+        at_best = (link.get("max_generation"), link.get("max_width")) == tuple(correctable["full_link"])
+        limit = correctable["per_minute_full_link"] if at_best else correctable["per_minute_other"]
+        per_minute = round(errors["correctable"] / window_s * 60.0, 3)
+        found.append(compare("host_link.pcie_aer_correctable", component, per_minute, ">", limit, "per minute",
+                             correctable["source"], f"{errors['correctable']} correctable PCIe AER errors in "
+                             f"{window_s:.0f} s; the limit for a Gen{link.get('max_generation')} "
+                             f"x{link.get('max_width')} GPU is {limit} a minute"))
     return found

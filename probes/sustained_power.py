@@ -8,11 +8,15 @@ for older SKUs only, none for H100, H200, B200 or GB200. So the target is the GP
 power limit as NVML reports it (its TDP), and the reference file's datasheet TDP cross-checks it.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from probes.counters import counter_deltas, delta
-from probes.judge import check, compare
+from probes.judge import References, check, compare
 
 
-def window(start, end):
+def window(start: Any, end: Any) -> dict[str, Any]:
     """The `sustained_power` section of a GPU entry (docs/probe-output.md) from two power-window
     readings (NvmlReader.read_power_window_each) taken as the GEMM load starts and ends."""
     seconds = max(0.0, end.time - start.time)
@@ -29,13 +33,13 @@ def window(start, end):
     }
 
 
-def carried_the_load(gpu):
+def carried_the_load(gpu: dict[str, Any]) -> bool:
     """Did the GEMM load run on the GPU to the end? One lost, hung or failed under it is failed by
     gpu.lost, gpu.hung or gemm.device already, and its power and temperatures say nothing of a load."""
     return not (gpu.get("lost") or gpu.get("hung") or any(f["probe"] == "gemm" for f in gpu.get("failures", [])))
 
 
-def checks(component, gpu, refs):
+def checks(component: str, gpu: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     """power.reached, power.thermal_violation_s and the TDP cross-check (power.default_limit)."""
     section = gpu.get("sustained_power")
     if not section or not carried_the_load(gpu):
@@ -44,7 +48,7 @@ def checks(component, gpu, refs):
     required = refs.sku is not None  # every GPU model with a reference file reports its power
     unread = "; ".join(f"{call}: {why}" for call, why in sorted(section.get("unread", {}).items())) or "no reading"
     load_s = section.get("load_s") or 0.0
-    found = []
+    found: list[dict[str, Any]] = []
     power, target = section.get("power_w_mean"), section.get("default_power_limit_w")
     if power is None or target is None:
         if required:

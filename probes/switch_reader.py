@@ -6,7 +6,14 @@ nvml backend says so ("not available") instead of inventing a reading. In simula
 switch tray's ports come from the simulated rack (probes/sim/switch.py).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from probes.counters import SNAPSHOT_COUNTERS, counter_deltas
+
+if TYPE_CHECKING:
+    from probes.sim.switch import SimSwitchTray
 
 NVOS_REASON = ("switch trays run NVOS, not NVML: their port counters are read through NVOS/NMX "
                "telemetry, which this probe does not speak; the GPU end of every link is read on the compute trays")
@@ -14,12 +21,12 @@ NVOS_REASON = ("switch trays run NVOS, not NVML: their port counters are read th
 
 class SimSwitchReader:
     supported = True
-    reason = None
+    reason: str | None = None
 
-    def __init__(self, switch_tray):
+    def __init__(self, switch_tray: SimSwitchTray) -> None:
         self.switch_tray = switch_tray
 
-    def read(self):
+    def read(self) -> dict[str, Any]:
         return {"time": self.switch_tray.rack.now(), "ports": self.switch_tray.read_ports()}
 
 
@@ -29,11 +36,11 @@ class NvosSwitchReader:
     supported = False
     reason = NVOS_REASON
 
-    def read(self):
+    def read(self) -> dict[str, Any]:
         raise NotImplementedError(NVOS_REASON)
 
 
-def port_window(before, after, window_s):
+def port_window(before: dict[str, Any], after: dict[str, Any], window_s: float) -> dict[str, Any]:
     """One switch port over a window, in the shape of the GPU side's link rows; with the
     firmware of its chip when the reader reports one (the simulator does)."""
     deltas = counter_deltas(before["counters"], after["counters"])
@@ -54,7 +61,7 @@ def port_window(before, after, window_s):
     return row
 
 
-def switch_window(before, after):
+def switch_window(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """Every port of the tray over the window between two `read()`s."""
     window_s = max(after["time"] - before["time"], 0.0)
     by_key = {(p["chip"], p["switch_port"]): p for p in before["ports"]}
@@ -62,7 +69,7 @@ def switch_window(before, after):
             for p in after["ports"] if (p["chip"], p["switch_port"]) in by_key]
 
 
-def snapshot_port(row):
+def snapshot_port(row: dict[str, Any]) -> dict[str, Any]:
     """A `port_window` as a row of the snapshot document."""
     found = {key: row[key] for key in ("side", "chip", "switch_port", "link", "peer_gpu", "peer_port", "state")}
     for name, source in SNAPSHOT_COUNTERS.items():

@@ -3,18 +3,22 @@ temperature, nvidia-smi's "T.Limit") and how hot its HBM ran against the HBM slo
 from the samples taken while the GEMM load ran (the `under_load` section), not one reading.
 """
 
-from probes.judge import check, compare
+from __future__ import annotations
+
+from typing import Any
+
+from probes.judge import References, check, compare
 from probes.sustained_power import carried_the_load
 
 
-def checks(component, gpu, refs):
+def checks(component: str, gpu: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     under = gpu.get("under_load")
     if not under or not carried_the_load(gpu):
         return []
     rules = refs.rules
     required = refs.sku is not None  # the GPU models opsctl knows all report both
     samples = under.get("samples", 0)
-    found = []
+    found: list[dict[str, Any]] = []
     margin = under.get("thermal_margin_c_min")
     rule = rules["thermal_margin"]
     if margin is None:

@@ -45,7 +45,7 @@ def test_the_simulators_healthy_rack_passes_and_its_faulty_gpus_fail(sim_rack):
     }
     slow = next(c for c in checks if c.component == "rack07/ct15/gpu0" and c.check == "rack.gemm_bf16_tflops")
     assert slow.op == "<" and slow.value < slow.threshold and slow.unit == "TFLOPS"
-    assert "median of the rack's 72 NVIDIA GB200 GPUs" in slow.source and "opsctl-default 1.1" in slow.source
+    assert "median of the rack's 72 NVIDIA GB200 GPUs" in slow.source and "opsctl-default 1.2" in slow.source
     assert "below the rack median" in slow.reason
     # Every GPU is judged on every metric it has, passes included (the report shows the margins).
     assert len({c.component for c in checks}) == 72

@@ -21,6 +21,7 @@ GB200_FAULTS = {  # scenario line: the GPUs it must fail, and the repair each ge
     "{kind: deterministic_sdc, gpu: ct10/gpu2}": (["ct10/gpu2"], "rma_gpu"),
     "{kind: firmware_mismatch, tray: ct14, vbios: 97.00.A5.00.1B}": ([f"ct14/gpu{i}" for i in range(4)], "configure_gpu"),
     "{kind: c2c_link_down, gpu: ct08/gpu0}": (["ct08/gpu0"], "replace_compute_tray"),  # cut off its Grace CPU
+    "{kind: firmware_mismatch, tray: st3, switch_firmware: 35.2014.1100}": (["st3"], "update_switch_firmware"),
 }
 
 
@@ -58,19 +59,29 @@ def test_each_tray_depth_fault_names_its_gpus_with_their_repair_and_nothing_else
     vbios = next(c for c in summary["checks"] if c["component"] == "rack07/ct14/gpu0" and c["check"] == "rack.configuration")
     assert vbios["value"] == {"vbios": "97.00.A5.00.1B"} and vbios["threshold"] == {"vbios": "97.00.A5.00.2F"}
     assert "set it to 97.00.A5.00.2F" in vbios["reason"] and "68 of 72" in vbios["reason"]
+    switch = {c["component"]: c for c in summary["checks"] if c["check"] == "switch_tray.firmware"}
+    assert switch["rack07/st3"]["verdict"] == "fail" and switch["rack07/st3"]["threshold"] == "35.2014.1204"
+    assert switch["rack07/st3"]["value"] == {"sw0": "35.2014.1100", "sw1": "35.2014.1100"}
+    assert "16 of the rack's 18 switch chips run 35.2014.1204" in switch["rack07/st3"]["reason"]
+    assert {c["verdict"] for component, c in switch.items() if component != "rack07/st3"} == {"pass"} and len(switch) == 9
     hbm = next(c for c in summary["checks"] if c["component"] == "rack07/ct02/gpu1" and c["check"] == "hbm.errors")
     assert "120.000–120.004 GiB" in hbm["reason"] and "DCGM" in hbm["source"]
 
 
-def test_a_pcie_link_below_its_best_fails_its_hgx_gpu(tmp_path):
-    result = burnin(tmp_path, "hgx-h100", "hgx01", ["hgx01-node"], ["{kind: pcie_degraded, gpu: gpu5, width: 8, gen: 4}"],
-                    duration="2")
+def test_a_pcie_link_below_its_best_or_with_uncorrectable_aer_errors_fails_its_hgx_gpu(tmp_path):
+    # gpu2: 10 non-fatal AER errors a second, its link at its best; gpu1: correctable ones only (not judged).
+    result = burnin(tmp_path, "hgx-h100", "hgx01", ["hgx01-node"], ["{kind: pcie_degraded, gpu: gpu5, width: 8, gen: 4}",
+                    "{kind: pcie_degraded, gpu: gpu2, non_fatal_per_minute: 600}",
+                    "{kind: pcie_degraded, gpu: gpu1, correctable_per_minute: 600}"], duration="2")
     assert result.code == 1, result.err[-2000:]
     summary = result.json()
-    assert summary["failing_parts"] == ["hgx01/gpu5"]
-    [suspect] = summary["suspects"]
-    assert suspect["repair"] == "service_host_link" and suspect["runbook"] == "runbooks/host-link.md"
-    failed = {c["check"]: c for c in summary["checks"] if c["verdict"] == "fail"}
+    assert summary["failing_parts"] == ["hgx01/gpu2", "hgx01/gpu5"]
+    assert {s["repair"] for s in summary["suspects"]} == {"service_host_link"}
+    assert {s["runbook"] for s in summary["suspects"]} == {"runbooks/host-link.md"}
+    aer = next(c for c in summary["checks"] if c["component"] == "hgx01/gpu2" and c["check"] == "host_link.pcie_aer")
+    assert aer["verdict"] == "fail" and aer["value"] >= 20 and "non-fatal" in aer["reason"]
+    failed = {c["check"]: c for c in summary["checks"] if c["verdict"] == "fail" and c["component"] == "hgx01/gpu5"}
+    assert failed["host_link.h2d_bandwidth"]["value"] < failed["host_link.h2d_bandwidth"]["threshold"]  # x8: half the copies
     assert failed["host_link.pcie_width"]["value"] == 8 and failed["host_link.pcie_width"]["threshold"] == 16
     assert failed["host_link.pcie_generation"]["value"] == 4 and "DCGM_FR_PCIE_GENERATION" in failed["host_link.pcie_generation"]["source"]
 
@@ -83,7 +94,7 @@ def test_pcie_degraded_is_refused_on_gb200_and_firmware_mismatch_on_hgx(rack07_t
         compile_rack_spec(scenario_from_text("faults:\n  - {kind: pcie_degraded, gpu: ct01/gpu0, width: 8}\n"), rack07_topology)
     with pytest.raises(InputError, match="one server"):
         compile_rack_spec(scenario_from_text("faults:\n  - {kind: firmware_mismatch, tray: hgx01, vbios: x}\n"), hgx_topology)
-    with pytest.raises(InputError, match="width must be"):
+    with pytest.raises(InputError, match=r"faults\[0\]\.width: invalid enum value 3"):
         compile_rack_spec(scenario_from_text("faults:\n  - {kind: pcie_degraded, gpu: gpu0, width: 3}\n"), hgx_topology)
 
 

@@ -10,6 +10,7 @@ import pytest
 from probes import configuration, host_links
 from probes.compute.memory_patterns import PATTERNS
 from probes.judge import load_references
+from probes.nvml_reader import NvmlReader
 from probes.tray_depth import hbm_checks
 
 RULES = load_references().rules
@@ -63,6 +64,87 @@ def link(**changes):
 ])
 def test_the_host_link_against_its_best_and_dcgms_replay_limit(changes, name, verdict):
     assert verdicts(host_links.checks("gpu0", link(**changes), RULES))[name] == verdict
+
+
+@pytest.mark.parametrize("errors, verdict", [
+    ({"correctable": 40, "non_fatal": 0, "fatal": 0}, "pass"),  # correctable: shown, not judged
+    ({"correctable": 0, "non_fatal": 1, "fatal": 0}, "fail"),  # one uncorrectable error: above 0
+    ({"correctable": 0, "non_fatal": 0, "fatal": 1}, "fail"),
+])
+def test_any_uncorrectable_pcie_aer_error_over_the_run_fails(errors, verdict):
+    found = next(c for c in host_links.checks("gpu0", link(aer_errors=errors), RULES) if c["check"] == "host_link.pcie_aer")
+    assert found["verdict"] == verdict and found["threshold"] == 0
+    assert f"{errors['correctable']} correctable" in found["reason"] and "Base Specification" in found["source"]
+
+
+@pytest.mark.parametrize("changes, correctable, verdict", [
+    ({}, 32, "pass"), ({}, 33, "fail"),  # a Gen5 x16 GPU: DCGM's 32 a minute
+    ({"max_generation": 4, "generation": 4}, 16, "pass"), ({"max_generation": 4, "generation": 4}, 17, "fail"),  # else 16
+    ({"window_s": 59.0}, 1000, None),  # under a minute: DCGM does not judge the rate, nor do we
+])
+def test_correctable_aer_errors_a_minute_against_dcgms_pcie_plugin_limit(changes, correctable, verdict):
+    errors = {"correctable": correctable, "non_fatal": 0, "fatal": 0}
+    found = verdicts(host_links.checks("gpu0", link(aer_errors=errors, **changes), RULES))
+    assert found.get("host_link.pcie_aer_correctable") == verdict and found["host_link.pcie_aer"] == "pass"
+
+
+def test_aer_counters_not_read_add_no_check_and_say_why():
+    assert "host_link.pcie_aer" not in verdicts(host_links.checks("gpu0", link(), RULES))
+
+
+def read_host_links(sim_rack, hgx_topology, text, seconds):
+    from probes.gpu_deadline import GpuWorkers
+    from probes.sim import SimNvml
+    from probes.tray_depth import DepthReading
+
+    rack = sim_rack(text, topology=hgx_topology)
+    nvml = SimNvml(rack)  # the server's one tray
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.clock.now)
+    before = reader.read_all(links=False)
+    depth = DepthReading(nvml, reader.handles, before, reader.system(), rack.clock.now, ["configuration"],
+                         GpuWorkers("NVML", 10.0))
+    rack.clock.advance(seconds)
+    gpus = [{"index": r.index} for r in before]
+    depth.finish(gpus)
+    return gpus
+
+
+def test_the_simulators_aer_errors_count_on_their_gpu_from_before_to_after(sim_rack, hgx_topology):
+    # 6 non-fatal errors a minute over a 20 s window: 2 errors on gpu3, none anywhere else.
+    gpus = read_host_links(sim_rack, hgx_topology, "faults:\n  - {kind: pcie_degraded, gpu: gpu3, non_fatal_per_minute: 6}\n", 20)
+    assert [g["host_link"]["aer_errors"] for g in gpus][3] == {"correctable": 0, "non_fatal": 2, "fatal": 0}
+    assert all(g["host_link"]["aer_errors"] == {"correctable": 0, "non_fatal": 0, "fatal": 0} for i, g in enumerate(gpus) if i != 3)
+    aer = [verdicts(host_links.checks(f"gpu{g['index']}", g["host_link"], RULES, required=True))["host_link.pcie_aer"] for g in gpus]
+    assert aer == ["pass"] * 3 + ["fail"] + ["pass"] * 4
+    assert gpus[3]["host_link"]["width"] == 16  # the AER errors alone: the link still trained at its best
+
+
+def test_a_gpu_whose_nvml_hangs_in_the_configuration_reading_costs_one_deadline_and_is_named(hgx_topology):
+    import json
+    import time
+
+    from opsctl.simulation import compile_rack_spec
+    from opsctl.simulation.scenario import scenario_from_text
+    from probes.sim import SimNvml, SimRack
+    from probes.sim.clock import WallClock
+    from probes.tray_depth import DepthReading
+
+    # gpu1's driver stops answering 1 s in (wall clock): after the first reading, before the configuration's.
+    spec = compile_rack_spec(scenario_from_text("faults:\n  - {kind: gpu_hang, gpu: gpu1, nvml: true, start_s: 1}\n"),
+                             hgx_topology)
+    rack = SimRack(json.loads(json.dumps(spec.to_dict())), clock=WallClock())
+    nvml = SimNvml(rack)
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.clock.now, deadline_s=0.5)
+    before = reader.read_all(links=False)
+    time.sleep(max(0.0, 1.2 - rack.now()))
+    began = time.monotonic()
+    depth = DepthReading(nvml, reader.handles, before, reader.system(), rack.clock.now, ["configuration"], reader.workers)
+    took = time.monotonic() - began
+    assert sorted(depth.configs) == [0, 2, 3, 4, 5, 6, 7] and 0.5 <= took < 5  # one deadline for the tray
+    assert "configuration reading did not return within 0.5 s" in reader.workers.hung[1]
+    assert reader.read_gpu(1).hung  # what follows names it hung, at once
 
 
 def test_a_pcie_link_that_must_be_read_and_is_not_is_incomplete():

@@ -101,7 +101,7 @@ def test_an_acceptance_run_is_judged_only_by_the_criteria_it_was_planned_with(op
     inventory = write_fleet(tmp_path)
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text((REPO / "opsctl" / "data" / "criteria" / "default.yaml").read_text()
-                        .replace("duration_s: 900", "duration_s: 2").replace('version: "1.1"', 'version: "site-1"'))
+                        .replace("duration_s: 900", "duration_s: 2").replace('version: "1.2"', 'version: "site-1"'))
     planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--racks", "hgxa", "--kind", "accept",
                      "--criteria", criteria, "--json")
     assert planned.code == 0, planned.err

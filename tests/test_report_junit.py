@@ -31,13 +31,13 @@ def test_junit_has_a_testcase_per_link_and_gpu_check(rack07_over_ssh):
     assert failed_gpus == set(summary["failing"]["gpus"])
     slow = next(c for c in gpu_cases if (c.get("classname"), c.get("name")) == ("rack07.ct15.gpu0", "rack.gemm_bf16_tflops"))
     failure = slow.find("failure")
-    assert "below the rack median" in failure.get("message") and "source: criteria opsctl-default 1.1" in failure.text
+    assert "below the rack median" in failure.get("message") and "source: criteria opsctl-default 1.2" in failure.text
     # A switch chip's checks are the switches', not a GPU's.
     assert {c.get("classname") for c in suites["rack07.switches"].findall("testcase")} == \
         {f"rack07.st{n}.sw{k}" for n in range(1, 10) for k in (0, 1)}
 
     for suite in suites.values():
         properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
-        assert properties["criteria.version"] == "1.1" and properties["verdict"] == "FAIL"
+        assert properties["criteria.version"] == "1.2" and properties["verdict"] == "FAIL"
         assert properties["criteria.sha256"] == summary["criteria"]["sha256"]
         assert properties["trial"] == "false" and properties["duration_s"] == "16" and properties["criteria.duration_s"] == "900"

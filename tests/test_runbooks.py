@@ -24,7 +24,7 @@ RUNBOOK_FILES = ["link", "gpu", "compute-tray", "connector", "cartridge", "switc
                  "xid-74-nvlink", "xid-79-fell-off-bus", "xid-memory", "xid-gsp", "xid-nvlink5", "xid-149-link-down",
                  "xid-154-recovery-action", "thermal-throttle", "power-brake", "fabric-degraded", "silent-data-corruption",
                  "slow-gpu", "gpu-missing", "exporter-down", "hbm-memory-test", "gpu-configuration", "host-link",
-                 "nvlink-domain"]
+                 "nvlink-domain", "switch-firmware"]
 
 
 def exists(path):

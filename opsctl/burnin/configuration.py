@@ -4,8 +4,13 @@ GPU's `configuration` section of its tray's probe document).
 
 Judged across the rack, since no tray sees the others: for each setting, what most GPUs of the
 model report is what the others should; a GPU that differs fails `rack.configuration`, with
-what it has and what it should have.
+what it has and what it should have. The switch trays likewise: every NVSwitch chip of the rack
+runs the firmware most of them run, or its switch tray fails `switch_tray.firmware`.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 from collections import Counter
 
@@ -13,19 +18,20 @@ from opsctl.burnin.checks import Check
 from probes.judge import load_references
 
 
-def configuration_checks(gpu_readings):
+def configuration_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:
     """gpu_readings: {GPU id: its run-document entry}. One check per GPU that reported its configuration."""
     rule = load_references().rules["configuration_rack"]
-    by_model = {}
+    by_model: dict[str, dict[str, dict[str, Any]]] = {}
     for gpu_id, reading in gpu_readings.items():
         config = reading.get("configuration")
         if isinstance(config, dict) and not reading.get("lost"):
             by_model.setdefault(str(reading.get("name")), {})[gpu_id] = config
-    checks = []
+    checks: list[Check] = []
     for model, configs in sorted(by_model.items()):
         if len(configs) < 2:
             continue  # one GPU of its model: nothing to compare it with
-        usual, undecided = {}, []
+        usual: dict[str, tuple[Any, int, int]] = {}
+        undecided: list[str] = []
         for key in rule["keys"]:
             seen = Counter(_key(config.get(key)) for config in configs.values() if config.get(key) is not None)
             if seen:
@@ -49,5 +55,36 @@ def configuration_checks(gpu_readings):
     return checks
 
 
-def _key(value):
+def switch_firmware_checks(switch_ports: dict[tuple[str, int], dict[str, Any]]) -> list[Check]:
+    """switch_ports: {(switch chip id, port): its row of its switch tray's document}, whose
+    `firmware` is its chip's. One check per switch tray whose chips reported a firmware."""
+    rule = load_references().rules["switch_firmware_rack"]
+    chips = {chip: row["firmware"] for (chip, _), row in switch_ports.items() if isinstance(row.get("firmware"), str)}
+    if len({chip.rsplit("/", 1)[0] for chip in chips}) < 2:
+        return []  # one switch tray (or none) reported: nothing to compare it with
+    seen = Counter(chips.values())
+    (usual, count), = seen.most_common(1)
+    majority = count * 2 > len(chips)
+    by_tray: dict[str, dict[str, str]] = {}
+    for chip, firmware in sorted(chips.items()):
+        tray, name = chip.rsplit("/", 1)
+        by_tray.setdefault(tray, {})[name] = firmware
+    checks: list[Check] = []
+    for tray, firmware in sorted(by_tray.items()):
+        odd = {name: version for name, version in firmware.items() if version != usual}
+        if not majority:
+            verdict, reason = "incomplete", (f"no NVSwitch firmware most of the rack's {len(chips)} switch chips share "
+                                             f"({', '.join(f'{v}: {n}' for v, n in seen.most_common())})")
+        elif odd:
+            verdict, reason = "fail", (f"{', '.join(f'{name} runs {version}' for name, version in odd.items())} where {count} "
+                                       f"of the rack's {len(chips)} switch chips run {usual}: update the switch tray's "
+                                       f"NVSwitch firmware to {usual}")
+        else:
+            verdict, reason = "pass", f"{len(firmware)} switch chips run {usual}, as {count} of the rack's {len(chips)}"
+        checks.append(Check("switch_tray.firmware", tray, verdict, odd or dict(firmware), usual if majority else None,
+                            "firmware", "!=", rule["source"], reason))
+    return checks
+
+
+def _key(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) else str(value)

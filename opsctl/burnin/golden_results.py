@@ -4,23 +4,27 @@ the GPUs of a rack must agree: a GPU whose result differs from what most of its 
 computes wrongly — deterministically, which its own repeated results cannot show.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from collections import Counter
 
 from opsctl.burnin.checks import Check
 from probes.judge import load_references
 
 
-def golden_checks(gpu_readings):
+def golden_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:
     """gpu_readings: {GPU id: its run-document entry}. One check per GPU and GEMM dtype compared."""
     source = load_references().rules["golden_gemm"]["source"]
-    groups = {}  # (model, dtype, n, seed, driver) -> {GPU id: checksum}
+    groups: dict[tuple[Any, ...], dict[str, str]] = {}  # (model, dtype, n, seed, driver) -> {GPU id: checksum}
     for gpu_id, reading in gpu_readings.items():
         for dtype, result in (reading.get("gemm") or {}).items():
             if isinstance(result, dict) and result.get("golden_checksum"):
                 key = (str(reading.get("name")), dtype, result.get("n"), result.get("seed"),
                        (reading.get("configuration") or {}).get("driver_version"))
                 groups.setdefault(key, {})[gpu_id] = result["golden_checksum"]
-    checks = []
+    checks: list[Check] = []
     for (model, dtype, n, _, _), sums in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
         if len(sums) < 3:
             continue  # two that differ cannot say which is wrong

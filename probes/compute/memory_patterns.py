@@ -7,6 +7,10 @@ own address — or ("random", inverted) — seeded random words. Every pattern a
 complement, so each bit of each word is seen holding a 0 and a 1.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 ONES = 0xFFFFFFFFFFFFFFFF
@@ -20,7 +24,7 @@ PATTERNS = {
 }
 
 
-def numpy_words(recipe, addresses, seed):
+def numpy_words(recipe: tuple[str, Any], addresses: np.ndarray, seed: int) -> np.ndarray:
     """A pass's words for 8-byte words at `addresses` (uint64 array of word addresses)."""
     kind, arg = recipe
     if kind == "constant":
@@ -32,6 +36,6 @@ def numpy_words(recipe, addresses, seed):
     return ~words if arg else words
 
 
-def signed(word):
+def signed(word: int) -> int:
     """A 64-bit word as the int64 PyTorch holds it."""
     return word - 2**64 if word >= 2**63 else word

@@ -4,6 +4,10 @@ stands for the tested memory (each of its words for a slice of bytes), with the 
 written, so each pass that writes a 0 there really reads back wrong.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from probes.compute.memory_patterns import PATTERNS, numpy_words
@@ -12,11 +16,11 @@ USED_BYTES = 600 * 2**20  # what the simulated NVML reports in use (nvmlDeviceGe
 WORDS = 2**14  # 8-byte words of the buffer that stands for the tested memory
 
 
-def free_bytes(gpu):
+def free_bytes(gpu: Any) -> int:
     return gpu.sku.memory_bytes - USED_BYTES
 
 
-def bad_ranges(gpu, tested):
+def bad_ranges(gpu: Any, tested: int) -> list[tuple[int, int]]:
     """The stuck byte ranges the test reaches (cut at the tested size)."""
     found = []
     for effect in gpu.effects:
@@ -28,7 +32,8 @@ def bad_ranges(gpu, tested):
     return found
 
 
-def memory_test(sim_device, pattern, fraction, seed):
+def memory_test(sim_device: Any, pattern: str, fraction: float,
+                seed: int) -> tuple[int, int, int, list[list[int]], float]:
     """(free bytes, tested bytes, wrong words, [[first byte, end byte], …], seconds) of one
     pattern over `fraction` of the GPU's free memory."""
     gpu = sim_device.gpu
@@ -50,7 +55,8 @@ def memory_test(sim_device, pattern, fraction, seed):
         memory[stuck] |= np.uint64(1)
         wrong |= memory != written
     seconds = sim_device.copy_seconds(tested * len(passes))  # each pass writes and reads it all once
-    errors, ranges = 0, []
+    errors = 0
+    ranges: list[list[int]] = []
     for (start, end), (first, stop) in zip(bad, spans):
         share = float(np.mean(wrong[first:stop]))  # of the range's words that read back wrong
         if share:
