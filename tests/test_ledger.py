@@ -100,7 +100,7 @@ def test_recording_twice_adds_nothing_and_acceptance_hands_over(ledger_db):
         assert len(ledger.records("runs")) == 2 and len(ledger.records("triages")) == 2
         incidents = ledger.records("incidents")
         assert [(i["part"], i["kind"], i["origin"]) for i in incidents] == [("rack07/st3/sw1", "switch_chip", "triage")]
-        assert ledger.records("triages", "healthy = ?", (0,))[0]["chosen_action"] == "replace_switch_tray"
+        assert ledger.records("triages", "healthy = :healthy", {"healthy": 0})[0]["chosen_action"] == "replace_switch_tray"
 
 
 def test_a_repair_claims_the_triaged_incident_or_opens_one(ledger_db):

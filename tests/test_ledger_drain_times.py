@@ -111,4 +111,4 @@ def test_repair_close_shows_the_drains_of_its_incident(ledger, opsctl, tmp_path)
     assert (linked["incident_key"], linked["nodes"], linked["hours"], linked["open"]) == \
         (incident, ["rack07-ct12"], 3.02, False)
     with open_ledger(db, read_only=True) as reread:
-        assert linked["drain_keys"] == [r["key"] for r in reread.records("drains", "incident_key = ?", (incident,))]
+        assert linked["drain_keys"] == [r["key"] for r in reread.records("drains", "incident_key = :key", {"key": incident})]

@@ -6,13 +6,21 @@ and source; the parts to repair with their runbooks; the rack, the link heatmap,
 and temperature; inventory and firmware (with where each GPU sits and each switch tray's
 firmware, read from the trays' raw files: inventory.py); the criteria (version and sha256),
 who ran it and when, and whether it was a trial; the raw files.
+
+The page itself is a Jinja2 template, templates/report.html.j2 (autoescaped); the tables and
+pictures it holds are drawn here, each value escaped where it is written.
 """
+
+from __future__ import annotations
 
 import hashlib
 import os
 import statistics
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from html import escape
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from opsctl.acceptance.trial import trial_sentence
@@ -22,26 +30,10 @@ from opsctl.reports.inventory import read_tray_inventory, rack_serials
 from opsctl.reports.pictures import VERDICT_COLOURS, bar_chart, heatmap, rack_view
 from opsctl.runbooks import RUNBOOK_DIR
 
-CSS = """
-body { font-family: "DejaVu Sans", Arial, sans-serif; color: #212529; margin: 24px auto; max-width: 1180px; padding: 0 16px; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; border-bottom: 1px solid #dee2e6; padding-bottom: 4px; margin-top: 32px; }
-.muted { color: #868e96; } p.muted, ul.muted { font-size: 13px; } .mono { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
-.verdict { display: inline-block; padding: 6px 16px; border-radius: 4px; color: #fff; font-weight: bold; font-size: 20px; }
-table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
-table.fixed { table-layout: fixed; width: 100%; } table.fixed td { overflow-wrap: anywhere; }
-th, td { border: 1px solid #dee2e6; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { background: #f1f3f5; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: middle; }
-.pictures { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
-.legend span { margin-right: 14px; font-size: 12px; }
-.sign td { height: 36px; min-width: 220px; }
-.trial { border: 2px solid #f08c00; background: #fff4e6; padding: 8px 12px; font-weight: bold; }
-details summary { cursor: pointer; }
-@media print { h2 { break-after: avoid; } svg { break-inside: avoid; } }
-"""
+Summary = dict[str, Any]  # a run's summary.json
 
 
-def _cell(value, digits=1):
+def _cell(value: object, digits: int = 1) -> str:
     if value is None:
         return '<td class="num muted">–</td>'
     if isinstance(value, float):
@@ -49,12 +41,12 @@ def _cell(value, digits=1):
     return f"<td>{escape(str(value))}</td>"
 
 
-def _verdict_chip(verdict, label=None):
+def _verdict_chip(verdict: str, label: str | None = None) -> str:
     colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["unobserved"])
     return f'<span class="chip" style="background:{colour}"></span>{escape(verdict if label is None else label)}'
 
 
-def _table(headers, rows, widths=None):
+def _table(headers: Sequence[str], rows: Iterable[str], widths: Sequence[int] | None = None) -> str:
     """A table; `widths` (percent per column) fixes its layout so long text wraps."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     layout = ""
@@ -63,11 +55,11 @@ def _table(headers, rows, widths=None):
     return f"<table{layout}><tr>{head}</tr>{''.join(f'<tr>{row}</tr>' for row in rows)}</table>"
 
 
-def _legend():
+def _legend() -> str:
     return '<div class="legend">' + "".join(f"<span>{_verdict_chip(v)}</span>" for v in VERDICT_COLOURS) + "</div>"
 
 
-def _failures(summary):
+def _failures(summary: Summary) -> str:
     shown = shown_checks(summary)
     if not shown:
         return "<p>No check failed and every tray reported.</p>"
@@ -83,7 +75,7 @@ def _failures(summary):
                   widths=(14, 6, 15, 20, 10, 8, 27))
 
 
-def _named(summary):
+def _named(summary: Summary) -> str:
     failing = summary["failing"]
     items = []
     for kind, label in (("gpus", "GPUs"), ("links", "links"), ("other", "other components"), ("trays", "trays not reported")):
@@ -94,7 +86,7 @@ def _named(summary):
     return f"<ul>{''.join(items)}</ul>"
 
 
-def runbook_link(path, run_path):
+def runbook_link(path: str | None, run_path: str | Path) -> str:
     """A suspect's runbook (runbooks/link.md) as a link that works from the run folder, where
     report.html lies: relative to it, when this checkout's runbooks/ holds the file; else the
     path alone (a wheel installed without the repository has no runbooks/ to point at)."""
@@ -107,18 +99,18 @@ def runbook_link(path, run_path):
     return f'<a class=mono href="{escape(quote(href))}" title="{escape(str(target))}">{escape(path)}</a>'
 
 
-def _hours(value):
+def _hours(value: object) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else "–"
 
 
-def _score(value):
+def _score(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "–"
 
 
 EVIDENCE_SHOWN = 3  # a GPU's failed checks beyond these are in "Every failed check"
 
 
-def _why(suspect):
+def _why(suspect: dict[str, Any]) -> str:
     """What points at a part: the failing links through it, else its evidence (a GPU's own failed checks)."""
     if suspect.get("links"):
         return escape(", ".join(suspect["links"]))
@@ -127,7 +119,7 @@ def _why(suspect):
     return escape("; ".join(evidence[:EVIDENCE_SHOWN]) + (f"; and {more} more (Every failed check)" if more > 0 else ""))
 
 
-def _suspects(summary, run_path):
+def _suspects(summary: Summary, run_path: str | Path) -> str:
     suspects = primary_suspects(summary)
     if not suspects:
         failing = summary["failing"]
@@ -147,16 +139,16 @@ def _suspects(summary, run_path):
             + (f" Less likely alternatives:</p><ul class=muted>{alternatives}</ul>" if alternatives else "</p>"))
 
 
-def _plural(n, word):
+def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _gpu_list(ids, summary):
+def _gpu_list(ids: Iterable[object], summary: Summary) -> str:
     """rack07/ct03/gpu0…gpu3, rack07/ct15/gpu0 -> 'ct03 (all 4), ct15/gpu0': a whole tray by its name."""
-    per_tray = {}
+    per_tray: dict[str, set[str]] = {}
     for gpu in summary["gpus"]:
         per_tray.setdefault(gpu["id"].rsplit("/", 1)[0], set()).add(gpu["id"])
-    by_tray = {}
+    by_tray: dict[str, list[str]] = {}
     for gpu_id in ids:
         by_tray.setdefault(str(gpu_id).rsplit("/", 1)[0], []).append(str(gpu_id))
     rack = summary["rack"] + "/"
@@ -169,11 +161,11 @@ def _gpu_list(ids, summary):
     return ", ".join(shown)
 
 
-def _sentence(text):
+def _sentence(text: str) -> str:
     return escape(text[0].upper() + text[1:] + ("" if text.endswith(".") else "."))
 
 
-def _repair_plan(summary):
+def _repair_plan(summary: Summary) -> str:
     """What all the rack's repairs take out together against its hot spares (summary["repair_plan"],
     when the summary has one): one short paragraph; nothing when it has none."""
     plan = summary.get("repair_plan")
@@ -195,7 +187,7 @@ def _repair_plan(summary):
     return f'<p id="repair-plan">{text}</p>'
 
 
-def _gpu_charts(summary):
+def _gpu_charts(summary: Summary) -> str:
     checks = {(c["component"], c["check"]): c for c in summary["checks"] if c["check"].startswith("rack.")}
     charts = []
     for metric, title, unit in (("gemm_bf16_tflops", "bf16 GEMM per GPU", "TFLOPS"),
@@ -215,12 +207,12 @@ def _gpu_charts(summary):
     return "".join(f"<div>{c}</div>" for c in charts)
 
 
-def _values(values):
+def _values(values: Sequence[object] | None) -> str:
     """One value, or several joined (parts of one tray that disagree), or '–' for none."""
     return _cell(", ".join(map(str, values)) if values else None)
 
 
-def _rack_serial(summary, inventory):
+def _rack_serial(summary: Summary, inventory: dict[str, Any]) -> str:
     serials = rack_serials(inventory)
     if not serials:
         return (f"<p>Rack <b>{escape(summary['rack'])}</b>: no chassis serial reported (NVML platform info is "
@@ -233,8 +225,8 @@ def _rack_serial(summary, inventory):
             "see the trays below.</p>")
 
 
-def _tray_inventory(summary, inventory):
-    drivers = {}
+def _tray_inventory(summary: Summary, inventory: dict[str, Any]) -> str:
+    drivers: dict[str, set[str]] = {}
     for gpu in summary["gpus"]:
         if gpu.get("driver"):
             drivers.setdefault(gpu["tray"], set()).add(gpu["driver"])
@@ -249,7 +241,7 @@ def _tray_inventory(summary, inventory):
     return _table(["tray", "kind", "host", "chassis serial", "slot", "tray index", "driver", "switch firmware"], rows)
 
 
-def _inventory(summary, run_path):
+def _inventory(summary: Summary, run_path: str | Path) -> str:
     inventory = read_tray_inventory(summary, run_path)
     rows = []
     for gpu in summary["gpus"]:
@@ -269,7 +261,7 @@ def _inventory(summary, run_path):
               "switch tray's chips report with their ports (sw0, sw1).</p>")
 
 
-def _trays(summary):
+def _trays(summary: Summary) -> str:
     rows = [f"<td class=mono>{escape(t['id'])}</td><td>{escape(t.get('host') or '–')}</td>"
             f"<td>{_verdict_chip('pass' if t['status'] == 'complete' else 'incomplete', t['status'])}</td>"
             f"{_cell(t.get('exit_code'))}{_cell(t.get('seconds'))}<td>{escape(t.get('reason') or '')}</td>"
@@ -277,11 +269,11 @@ def _trays(summary):
     return _table(["tray", "host", "status", "probe exit", "seconds", "reason", "raw result"], rows)
 
 
-def _file_link(name):
+def _file_link(name: str | None) -> str:
     return f'<a href="{escape(name)}">{escape(name)}</a>' if name else "–"
 
 
-def _files(summary, run_path):
+def _files(summary: Summary, run_path: str | Path) -> str:
     rows = []
     for name in summary.get("files") or []:
         path = Path(run_path) / name
@@ -291,7 +283,7 @@ def _files(summary, run_path):
     return _table(["file (relative to the run folder)", "bytes", "sha256"], rows)
 
 
-def _criteria(summary):
+def _criteria(summary: Summary) -> str:
     c = summary["criteria"]
     rows = [f"<th>{escape(k)}</th><td class=mono>{escape(str(v))}</td>" for k, v in (
         ("criteria", c["name"]), ("version", c["version"]), ("sha256", c["sha256"]), ("file", c["file"]),
@@ -306,81 +298,45 @@ def _criteria(summary):
     if relative.get("source"):
         rows.append(f"<th>why these margins</th><td>{escape(relative['source'])}</td>")
     note = ""
-    if trial_sentence(summary):
-        note = f'<p class="trial">{escape(trial_sentence(summary))}</p>'
+    trial = trial_sentence(summary)
+    if trial:
+        note = f'<p class="trial">{escape(trial)}</p>'
     elif summary["kind"] != "accept" and summary["duration_s"] != c["duration_s"]:
         note = (f"<p><b>Note:</b> this run loaded each tray for {summary['duration_s']:g} s, not the "
                 f"{c['duration_s']:g} s the criteria ask for: it is a burn-in, not an acceptance by these criteria.</p>")
     return "<table>" + "".join(f"<tr>{r}</tr>" for r in rows) + "</table>" + note
 
 
-def render_html(summary, run_path):
+@lru_cache(maxsize=1)
+def _template() -> Any:
+    """The page's template (templates/report.html.j2), autoescaped. jinja2 is imported here, not at
+    the top: the CLI imports this module for every command, and only a report draws the page."""
+    import jinja2
+
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("opsctl.reports", "templates"), autoescape=True,
+                                     undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    environment.filters["g"] = lambda value: f"{value:g}"
+    return environment.get_template("report.html.j2")
+
+
+def render_html(summary: Summary, run_path: str | Path) -> str:
+    """The report page of a run's summary.json; `run_path` is the run folder (for links and raw files)."""
+    from markupsafe import Markup  # jinja2's own dependency: the parts below are HTML already
+
     verdict = summary["verdict"]
     colour = {"PASS": VERDICT_COLOURS["pass"], "FAIL": VERDICT_COLOURS["fail"]}.get(verdict, VERDICT_COLOURS["incomplete"])
     trial = trial_sentence(summary)
     title = ("Trial acceptance report" if trial else "Acceptance report") if summary["kind"] == "accept" else "Burn-in report"
-    notes = "".join(f"<li>{escape(n)}</li>" for n in summary.get("notes") or [])
-    link_counts = {}
+    link_counts: dict[str, int] = {}
     for link in summary["links"]:
         link_counts[link["verdict"]] = link_counts.get(link["verdict"], 0) + 1
-    counts = ", ".join(f"{n} {v}" for v, n in sorted(link_counts.items()))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}: {escape(summary['rack'])} {escape(verdict)}</title>
-<style>{CSS}</style></head><body>
-<h1>{escape(title)}: {escape(summary['rack'])}</h1>
-<p class="muted">{escape(summary['description'])}</p>
-<p><span class="verdict" id="verdict" style="background:{colour}">{escape(verdict)}</span>
-&nbsp; exit code {summary['exit_code']}{' — interrupted' if summary.get('interrupted') else ''}</p>
-{f'<p class="trial" id="trial">{escape(trial)}</p>' if trial else ''}
-<table>
-<tr><th>judged</th><td>{escape(summary['judged'])} by {escape(summary['by'])}</td></tr>
-<tr><th>run started</th><td>{escape(str(summary.get('created')))} by {escape(str(summary.get('started_by')))}</td></tr>
-<tr><th>criteria</th><td>{escape(summary['criteria']['name'])} version {escape(summary['criteria']['version'])}
- <span class="mono">sha256 {escape(summary['criteria']['sha256'])}</span></td></tr>
-<tr><th>load per tray</th><td>{summary['duration_s']:g} s (the criteria ask for {summary['criteria']['duration_s']:g} s)</td></tr>
-<tr><th>trays</th><td>{escape(summary['transport'])} transport, {escape(summary['backend'])} backend; inventory
- <span class="mono">{escape(summary['inventory'])}</span></td></tr>
-<tr><th>run folder</th><td class="mono">{escape(summary['run'])}</td></tr>
-</table>
-{f'<ul>{notes}</ul>' if notes else ''}
-
-<h2>What to repair</h2>
-{_suspects(summary, run_path)}
-{_repair_plan(summary)}
-{_named(summary)}
-
-<h2>The rack</h2>
-{_legend()}
-<div class="pictures">
-<div id="rack">{rack_view(summary)}</div>
-<div id="heatmap"><b>NVLink links ({len(summary['links'])}: {escape(counts)})</b><br>{heatmap(summary)}</div>
-</div>
-
-<h2>GPUs against the rack</h2>
-<div class="pictures">{_gpu_charts(summary)}</div>
-
-{'<h2>The NVLink domain</h2>' if summary.get('domain') else ''}
-{domain_html(summary, _table)}
-
-<h2>Every failed check</h2>
-{_failures(summary)}
-
-<h2>Inventory and firmware</h2>
-{_inventory(summary, run_path)}
-
-<h2>Trays</h2>
-{_trays(summary)}
-
-<h2>Criteria</h2>
-{_criteria(summary)}
-
-<h2>Raw files</h2>
-{_files(summary, run_path)}
-
-<h2>Sign-off</h2>
-{'<p class="trial">A trial acceptance: signing it records the trial run, not an acceptance by the criteria.</p>' if trial else ''}
-<table class="sign"><tr><th></th><th>name</th><th>signature</th><th>date</th></tr>
-<tr><th>vendor</th><td></td><td></td><td></td></tr><tr><th>operator</th><td></td><td></td><td></td></tr></table>
-<p class="muted">opsctl {escape(summary.get('opsctl_version', ''))} · {escape(summary['format'])}</p>
-</body></html>
-"""
+    sections = {  # drawn here as HTML (tables, SVG pictures), every value in them escaped where it is written
+        "suspects": _suspects(summary, run_path), "repair_plan": _repair_plan(summary), "named": _named(summary),
+        "legend": _legend(), "rack": rack_view(summary), "heatmap": heatmap(summary), "gpu_charts": _gpu_charts(summary),
+        "domain": domain_html(summary, _table), "failures": _failures(summary), "inventory": _inventory(summary, run_path),
+        "trays": _trays(summary), "criteria": _criteria(summary), "files": _files(summary, run_path),
+    }
+    return str(_template().render(
+        summary=summary, title=title, verdict=verdict, colour=colour, trial=trial, notes=summary.get("notes") or [],
+        link_counts=", ".join(f"{n} {v}" for v, n in sorted(link_counts.items())),
+        sections={name: Markup(html) for name, html in sections.items()}))
