@@ -17,14 +17,13 @@ from typing import Annotated, TypeVar
 import msgspec
 
 from opsctl.errors import InputError
-from opsctl.input_checks import MAX_COUNTER, MAX_SECONDS
+from opsctl.input_checks import MAX_SECONDS
 
 T = TypeVar("T")
 
 # The shared field types. NaN fails every bound (its comparisons are false), infinity the upper
 # one, so a bounded float is also a finite one.
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_SECONDS, description="seconds, above 0 and at most a week")]
-Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNTER, description="a count, 0 to 2^64 - 1")]
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1, description="a fraction, 0 to 1")]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256, description="a name")]
 

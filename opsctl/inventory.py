@@ -15,25 +15,29 @@ are inherited from parent groups down to hosts, as Ansible does. What opsctl rea
   ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport)
 
 Host names may use Ansible's numeric ranges: `rack07-ct[01:18]`.
+
+Every variable's type and bounds, and the groups' keys, are the schema in inventory_schema.py
+(docs/schemas/inventory.schema.json, for an editor); this module keeps the rules between them.
 """
+
+from __future__ import annotations
 
 import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from opsctl.errors import InputError
-from opsctl.input_checks import name as checked_name
 from opsctl.input_checks import shown
-from opsctl.rack_models import HGX_TRAY, MODELS, NAME_PATTERN
-from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
+from opsctl.rack_models import HGX_TRAY, MODELS, NAME_PATTERN, RackModel
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parent / "data" / "inventory.yaml"
 INVENTORY_ENV = "OPSCTL_INVENTORY"
 
-TRANSPORTS = ("ssh", "local")
-BACKENDS = ("nvml", "sim")
+# The opsctl_* variables of inventory_schema.Variables (a test checks they are the same).
 KNOWN_OPSCTL_VARS = {
     "opsctl_model",
     "opsctl_transport",
@@ -77,24 +81,24 @@ class Tray:
 @dataclass(frozen=True)
 class Rack:
     name: str
-    model: object  # RackModel
+    model: RackModel
     transport: str
     backend: str
     scenario: Path | None
     cabling_map: Path | None
     known_hosts: str | None
-    trays: tuple
+    trays: tuple[Tray, ...]
     source: Path
-    vars: dict = field(default_factory=dict, compare=False)
+    vars: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def tray(self, name):
+    def tray(self, name: str) -> Tray:
         for tray in self.trays:
             if tray.name == name:
                 return tray
         raise KeyError(name)
 
     @property
-    def missing_trays(self):
+    def missing_trays(self) -> list[str]:
         present = {t.name for t in self.trays}
         return [name for name in self.model.tray_names() if name not in present]
 
@@ -102,10 +106,10 @@ class Rack:
 @dataclass(frozen=True)
 class Inventory:
     source: Path
-    racks: dict  # name -> Rack
-    non_rack_groups: tuple  # groups with hosts but no opsctl_model
+    racks: dict[str, Rack]
+    non_rack_groups: tuple[str, ...]  # groups with hosts but no opsctl_model
 
-    def rack(self, name):
+    def rack(self, name: str) -> Rack:
         if name in self.racks:
             return self.racks[name]
         if name in self.non_rack_groups:
@@ -114,21 +118,25 @@ class Inventory:
         raise InputError(f"unknown rack {name!r} in {self.source} (racks: {known})")
 
 
-def inventory_path(option=None):
+def inventory_path(option: str | Path | None = None) -> Path:
     """--inventory, else $OPSCTL_INVENTORY, else the packaged default (simulated racks)."""
     return Path(option or os.environ.get(INVENTORY_ENV) or DEFAULT_INVENTORY)
 
 
-def load_inventory(path=None):
+def load_inventory(path: str | Path | None = None) -> Inventory:
+    from opsctl.input_schema import convert
+    from opsctl.inventory_schema import InventoryFile
+
     path = inventory_path(path)
-    data = dict(require_mapping(load_yaml_file(path, MAX_WRITTEN_BYTES), path))
-    top = dict(_mapping_or_empty(data.pop("all", None), path, "group all"))
+    data = load_yaml_file(path, MAX_WRITTEN_BYTES)
+    convert({name: None for name in data} if isinstance(data, dict) else data, InventoryFile, path)
+    data = dict(data)
+    top = dict(_checked_group("all", data.pop("all", None), path) or {})
     if data:  # Ansible reads top-level groups beside `all` as its children
-        children = _mapping_or_empty(top.get("children"), path, "group all children")
-        top["children"] = {**children, **data}
-    racks = {}
-    non_racks = []
-    seen_hosts = {}
+        top["children"] = {**(top.get("children") or {}), **data}
+    racks: dict[str, Rack] = {}
+    non_racks: list[str] = []
+    seen_hosts: dict[str, str] = {}
     _walk_group("all", top, {}, path, racks, non_racks, seen_hosts)
     return Inventory(source=path, racks=racks, non_rack_groups=tuple(non_racks))
 
@@ -136,52 +144,67 @@ def load_inventory(path=None):
 MAX_NAME = 253  # the longest DNS name in text (RFC 1035's 255 octets on the wire)
 
 
-def _check_name(name, what, source):
+def _check_name(name: object, what: str, source: Path) -> None:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise InputError(f"{source}: {what} {shown(name)} is not a valid name ([A-Za-z0-9_.-]+)")
     if len(name) > MAX_NAME:
         raise InputError(f"{source}: {what} {shown(name)} is longer than {MAX_NAME} characters (a DNS name's limit)")
 
 
-def _mapping_or_empty(value, source, what):
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InputError(f"{source}: {what} must be a mapping, found {type(value).__name__}")
-    return value
+def _checked_group(name: str, group: object, source: Path) -> dict[str, Any] | None:
+    """`group` checked by the schema (inventory_schema.Group), its own keys only: each group and
+    each host's variables are checked apart, so that a mistake is named by its group or host
+    (msgspec names a mapping's keys only as [...]). The walk reads the document itself, so that
+    variables opsctl does not know (Ansible's, anyone's) are inherited like the rest."""
+    from opsctl.input_schema import convert
+    from opsctl.inventory_schema import Group
+
+    own = group
+    if isinstance(group, dict):
+        own = {key: {inner: None for inner in value} if key in ("hosts", "children") and isinstance(value, dict) else value
+               for key, value in group.items()}
+    if own is not None:
+        convert(own, Group, f"{source}: group {name}")
+    return cast("dict[str, Any] | None", group)  # a mapping or None: what the schema let through
 
 
-def _check_vars(variables, source, where):
+def _check_host_vars(pattern: str, host_vars: object, source: Path) -> dict[str, Any]:
+    from opsctl.input_schema import convert
+    from opsctl.inventory_schema import Variables
+
+    if host_vars is not None:
+        convert(host_vars, Variables, f"{source}: host {pattern}")
+    return cast("dict[str, Any] | None", host_vars) or {}  # a mapping or None: what the schema let through
+
+
+def _check_vars(variables: dict[str, Any], source: Path, where: str) -> None:
+    """An opsctl_* variable no one reads is a typo (a schema takes any other name: Ansible's)."""
     for key in variables:
-        if not isinstance(key, str):
-            raise InputError(f"{source}: {where}: variable name {key!r} is not text")
         if key.startswith("opsctl_") and key not in KNOWN_OPSCTL_VARS:
             raise InputError(
                 f"{source}: {where}: unknown variable {key} (known: {', '.join(sorted(KNOWN_OPSCTL_VARS))})"
             )
 
 
-def _walk_group(name, group, inherited, source, racks, non_racks, seen_hosts):
+def _walk_group(name: str, group: dict[str, Any] | None, inherited: dict[str, Any], source: Path,
+                racks: dict[str, Rack], non_racks: list[str], seen_hosts: dict[str, str]) -> None:
     _check_name(name, "group", source)
-    group = _mapping_or_empty(group, source, f"group {name}")
-    unknown = set(group) - {"hosts", "vars", "children"}
-    if unknown:
-        raise InputError(f"{source}: group {name}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-    group_vars = _mapping_or_empty(group.get("vars"), source, f"group {name} vars")
+    group = _checked_group(name, group, source) or {}
+    group_vars = group.get("vars") or {}
     _check_vars(group_vars, source, f"group {name}")
     merged = {**inherited, **group_vars}
-    hosts = _mapping_or_empty(group.get("hosts"), source, f"group {name} hosts")
+    hosts = group.get("hosts") or {}
     if hosts:
         if "opsctl_model" in merged:
             racks[name] = _build_rack(name, hosts, merged, source, seen_hosts, racks)
         else:
             non_racks.append(name)
-    children = _mapping_or_empty(group.get("children"), source, f"group {name} children")
+    children = group.get("children") or {}
     for child_name, child in children.items():
         _walk_group(child_name, child, merged, source, racks, non_racks, seen_hosts)
 
 
-def _expand_host_pattern(pattern, source):
+def _expand_host_pattern(pattern: str, source: Path) -> list[str]:
     """`rack07-ct[01:18]` -> rack07-ct01 … rack07-ct18 (Ansible's numeric ranges, zero padding kept)."""
     match = _RANGE.search(pattern)
     if not match:
@@ -197,30 +220,24 @@ def _expand_host_pattern(pattern, source):
     return names
 
 
-def _build_rack(name, hosts, rack_vars, source, seen_hosts, racks):
+def _build_rack(name: str, hosts: dict[str, Any], rack_vars: dict[str, Any], source: Path,
+                seen_hosts: dict[str, str], racks: dict[str, Rack]) -> Rack:
     if name in racks:
         raise InputError(f"{source}: rack {name!r} defined twice")
-    model_name = checked_name(rack_vars.get("opsctl_model"), f"{source}: rack {name}: opsctl_model", "a model name")
-    if model_name not in MODELS:
-        raise InputError(f"{source}: rack {name}: unknown opsctl_model {model_name!r} (known: {', '.join(sorted(MODELS))})")
-    model = MODELS[model_name]
+    model = MODELS[rack_vars["opsctl_model"]]
     transport = rack_vars.get("opsctl_transport", "ssh")
-    if transport not in TRANSPORTS:
-        raise InputError(f"{source}: rack {name}: opsctl_transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     backend = rack_vars.get("opsctl_backend", "nvml")
-    if backend not in BACKENDS:
-        raise InputError(f"{source}: rack {name}: opsctl_backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     base = source.parent
-    scenario = _relative_file(rack_vars.get("opsctl_scenario"), base, source, name, "opsctl_scenario")
+    scenario = _relative_file(rack_vars.get("opsctl_scenario"), base)
     if scenario is not None and backend != "sim":
         raise InputError(f"{source}: rack {name}: opsctl_scenario is only read with opsctl_backend: sim")
-    cabling_map = _relative_file(rack_vars.get("opsctl_cabling_map"), base, source, name, "opsctl_cabling_map")
+    cabling_map = _relative_file(rack_vars.get("opsctl_cabling_map"), base)
 
-    trays = {}
+    trays: dict[str, Tray] = {}
     for pattern, host_vars in hosts.items():
         _check_name_pattern(pattern, source)
         _check_host_count(pattern, model, source, name)
-        host_vars = _mapping_or_empty(host_vars, source, f"host {pattern}")
+        host_vars = _check_host_vars(pattern, host_vars, source)
         _check_vars(host_vars, source, f"host {pattern}")
         for host in _expand_host_pattern(pattern, source):
             _check_name(host, "host", source)
@@ -247,11 +264,11 @@ def _build_rack(name, hosts, rack_vars, source, seen_hosts, racks):
     )
 
 
-def _check_host_count(pattern, model, source, rack):
+def _check_host_count(pattern: str, model: RackModel, source: Path, rack: str) -> None:
     """Count the hosts a pattern names before making them: every host is one tray, so a pattern
     naming more hosts than the model has trays (`r[0:999][0:999][0:999]-ct01`) is a mistake, and
     refused without building a billion names."""
-    count = 1
+    count: float = 1
     for start, end in _RANGE.findall(pattern):
         if len(start) > 100 or len(end) > 100:  # never turned into an int (Python's 4,300-digit limit)
             count = math.inf
@@ -264,25 +281,21 @@ def _check_host_count(pattern, model, source, rack):
                          f"a {model.name} rack has {limit} tray(s), one host each")
 
 
-def _check_name_pattern(pattern, source):
+def _check_name_pattern(pattern: str, source: Path) -> None:
     if not isinstance(pattern, str) or not NAME_PATTERN.fullmatch(_RANGE.sub("0", pattern)):
         raise InputError(f"{source}: host {pattern!r} is not a valid name ([A-Za-z0-9_.-]+)")
 
 
-def _relative_file(value, base, source, rack, key):
+def _relative_file(value: str | None, base: Path) -> Path | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{source}: rack {rack}: {key} must be a file path")
     path = Path(os.path.expanduser(value))
     return path if path.is_absolute() else base / path
 
 
-def _build_tray(host, host_vars, model, source, rack):
+def _build_tray(host: str, host_vars: dict[str, Any], model: RackModel, source: Path, rack: str) -> Tray:
     tray_name = host_vars.get("opsctl_tray")
-    if tray_name is not None:
-        checked_name(tray_name, f"{source}: rack {rack}: host {host}: opsctl_tray", "a tray name")
-    else:
+    if tray_name is None:
         if not model.is_nvl72:
             tray_name = HGX_TRAY
         else:
@@ -298,28 +311,14 @@ def _build_tray(host, host_vars, model, source, rack):
             f"{source}: rack {rack}: host {host}: tray {tray_name!r} is not a tray of {model.name} "
             f"({model.tray_names()[0]} … {model.tray_names()[-1]})"
         )
-    port = host_vars.get("ansible_port", 22)
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise InputError(f"{source}: rack {rack}: host {host}: ansible_port must be a port number, got {port!r}")
-    for key in ("ansible_ssh_private_key_file", "opsctl_python", "opsctl_known_hosts"):
-        if host_vars.get(key) is not None:
-            checked_name(host_vars[key], f"{source}: rack {rack}: host {host}: {key}", "a path")
-    address = host_vars.get("ansible_host", host)
-    for key, value in (("ansible_host", address), ("ansible_user", host_vars.get("ansible_user"))):
-        if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.:@%-]+", value)):
-            raise InputError(f"{source}: rack {rack}: host {host}: {key} {value!r} is not a valid host or user name")
-    slurm_node = host_vars.get("opsctl_slurm_node", host)
-    if not isinstance(slurm_node, str) or not NAME_PATTERN.fullmatch(slurm_node):
-        raise InputError(f"{source}: rack {rack}: host {host}: opsctl_slurm_node {slurm_node!r} is not a valid "
-                         "Slurm node name ([A-Za-z0-9_.-]+)")
     return Tray(
         name=tray_name,
         host=host,
-        address=address,
-        port=port,
+        address=host_vars.get("ansible_host", host),
+        port=host_vars.get("ansible_port", 22),
         user=host_vars.get("ansible_user"),
         key_file=host_vars.get("ansible_ssh_private_key_file"),
         python=str(host_vars.get("opsctl_python", "python3")),
         is_switch=model.is_switch_tray(tray_name),
-        slurm_node=slurm_node,
+        slurm_node=host_vars.get("opsctl_slurm_node", host),
     )

@@ -56,29 +56,29 @@ def test_the_longest_window_is_a_week():
 # --- names, numbers and nesting in files ----------------------------------------------------------
 def test_a_list_where_a_name_belongs_is_refused(opsctl, tmp_path):
     path = _inventory(tmp_path, ["rackx-ct01"], model=["x"])
-    assert_one_line_error(opsctl("-i", path, "inventory", "list"), 2, "opsctl_model must be a model name (text), got a list")
+    assert_one_line_error(opsctl("-i", path, "inventory", "list"), 2, "vars.opsctl_model: expected `str`, got `array`")
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text("faults:\n  - {kind: [link_down], link: ct01/gpu0/nvl01}\n")
     path = _inventory(tmp_path, ["rackx-ct01"], opsctl_scenario="scenario.yaml")
-    assert_one_line_error(opsctl("-i", path, "sim", "faults", "rackx"), 2, "unknown kind ['link_down']")
+    assert_one_line_error(opsctl("-i", path, "sim", "faults", "rackx"), 2, "faults[0].kind: expected `str`, got `list`")
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text("criteria: c\nversion: '1'\nduration_s: 60\nrack_relative:\n  rules:\n"
                         "    - {metric: [gemm_bf16_tflops], worse: lower, pct: 5}\n")
-    assert_one_line_error(opsctl("accept", "rack07", "--criteria", criteria), 2, "metric must be one of")
+    assert_one_line_error(opsctl("accept", "rack07", "--criteria", criteria), 2, "rack_relative.rules[0].metric: expected `str`, got `array`")
 
 
 def test_criteria_pct_nan_is_refused_rather_than_switching_the_rule_off(opsctl, tmp_path):
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text("criteria: c\nversion: '1'\nduration_s: 60\nrack_relative:\n  rules:\n"
                         "    - {metric: gemm_bf16_tflops, worse: lower, pct: .nan}\n")
-    assert_one_line_error(opsctl("accept", "rack07", "--criteria", criteria), 2, "pct must be a finite number")
+    assert_one_line_error(opsctl("accept", "rack07", "--criteria", criteria), 2, "rack_relative.rules[0].pct: expected `float` > 0.0")
 
 
 def test_snapshot_counters_too_large_for_nvml_or_a_list_for_a_gpu_are_refused(opsctl, tmp_path):
     base = '{"rack": "rack07", "model": "gb200-nvl72", "window_seconds": 60, "links": [%s]}'
-    cases = [('{"gpu": "rack07/ct01/gpu0", "port": 5, "crc_errors": %d}' % 2**64, "must be a count ≥ 0 and at most 2^64 − 1"),
-             ('{"gpu": "rack07/ct01/gpu0", "port": 5, "crc_errors": 1%s}' % ("0" * 400), "at most 2^64 − 1"),
-             ('{"gpu": ["x"], "port": 5}', "gpu must be a component id")]
+    cases = [('{"gpu": "rack07/ct01/gpu0", "port": 5, "crc_errors": %d}' % 2**64, "crc_errors: expected a count ≥ 0 and at most 2^64 − 1"),
+             ('{"gpu": "rack07/ct01/gpu0", "port": 5, "crc_errors": 1%s}' % ("0" * 400), "crc_errors: expected a count ≥ 0 and at most 2^64 − 1"),
+             ('{"gpu": ["x"], "port": 5}', "links[0].gpu: expected `str | null`, got `array`")]
     for link, message in cases:
         (tmp_path / "snap.json").write_text(base % link)
         assert_one_line_error(opsctl("localize", tmp_path / "snap.json"), 2, message)
@@ -131,9 +131,9 @@ def test_a_host_range_is_counted_before_it_is_expanded(opsctl, tmp_path):
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("{kind: xid, gpu: ct01/gpu0, xid: 48, repeat_s: 0.999}", "repeat_s must be at least 1 s"),
-    ("{kind: link_flap, link: ct01/gpu0/nvl01, period_s: 0.000001, down_s: 0.0000001}", "period_s must be at least 1 s"),
-    ("{kind: xid, gpu: ct01/gpu0, xid: 48, repeat_s: 1, count: 10001}", "count must be at most 10,000"),
+    ("{kind: xid, gpu: ct01/gpu0, xid: 48, repeat_s: 0.999}", r"faults\[0\].repeat_s: expected `float` >= 1.0"),
+    ("{kind: link_flap, link: ct01/gpu0/nvl01, period_s: 0.000001, down_s: 0.0000001}", r"faults\[0\].period_s: expected `float` >= 1.0"),
+    ("{kind: xid, gpu: ct01/gpu0, xid: 48, repeat_s: 1, count: 10001}", r"faults\[0\].count: expected `int` <= 10000"),
 ])
 def test_a_scenario_cannot_flood_the_simulator(fault, message):
     from opsctl.simulation.scenario import scenario_from_text

@@ -69,23 +69,23 @@ def test_ranges_group_vars_and_host_vars(tmp_path):
 
 
 BAD_INVENTORIES = [
-    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb300}\n      hosts: {r1-ct01: }\n", "unknown opsctl_model 'gb300'"),
+    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb300}\n      hosts: {r1-ct01: }\n", "group r1: vars.opsctl_model: invalid enum value 'gb300'"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-xx: }\n", "host r1-xx: set opsctl_tray"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct19: }\n", "host r1-ct19"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {'bad host': }\n", "host 'bad host' is not a valid name"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72, opsctl_modle: x}\n      hosts: {r1-ct01: }\n", "unknown variable opsctl_modle"),
-    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72, opsctl_transport: telnet}\n      hosts: {r1-ct01: }\n", "opsctl_transport must be one of"),
-    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: {ansible_port: 70000}}\n", "ansible_port must be a port number"),
-    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: {ansible_host: 'a;b'}}\n", "ansible_host 'a;b'"),
+    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72, opsctl_transport: telnet}\n      hosts: {r1-ct01: }\n", "group r1: vars.opsctl_transport: invalid enum value 'telnet'"),
+    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: {ansible_port: 70000}}\n", "host r1-ct01: ansible_port: expected `int` <= 65535"),
+    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: {ansible_host: 'a;b'}}\n", "host r1-ct01: ansible_host: expected `str` matching regex"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts:\n        r1-ct01:\n        r1-ct01:\n", "duplicate key 'r1-ct01'"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: }\n    r2:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: }\n", "host r1-ct01 is in rack r1 and in rack r2"),
-    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: [r1-ct01]\n", "group r1 hosts must be a mapping"),
-    ("all: [1, 2]\n", "group all must be a mapping"),
-    ("- just\n- a list\n", "expected a mapping"),
+    ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: [r1-ct01]\n", "group r1: hosts: expected `object | null`, got `array`"),
+    ("all: [1, 2]\n", "group all: expected `object`, got `array`"),
+    ("- just\n- a list\n", "expected `object`, got `array`"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72\n", "not valid YAML"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {'r1-ct[05:01]': }\n", "range start is after its end"),
     ("all:\n  children:\n    r1:\n      vars: {opsctl_model: hgx-h100, opsctl_scenario: x.yaml}\n      hosts: {n: }\n", "only read with opsctl_backend: sim"),
-    ("all:\n  children:\n    r1:\n      hostz: {n: }\n", "unknown key(s) hostz"),
+    ("all:\n  children:\n    r1:\n      hostz: {n: }\n", "group r1: object contains unknown field `hostz`"),
 ]
 
 
@@ -157,3 +157,29 @@ def test_the_guides_example_inventory_is_one_opsctl_accepts(tmp_path):
     rack = load_inventory(tmp_path / "fleet.yaml").racks["rack12"]
     trays = {tray.name: tray.host for tray in rack.trays}
     assert len(trays) == 27 and trays["ct07"] == "10.20.0.77" and trays["ct08"] == "rack12-ct08"
+
+
+def test_the_schema_knows_the_variables_and_models_the_code_reads():
+    from typing import get_args
+
+    from opsctl.inventory import KNOWN_OPSCTL_VARS
+    from opsctl.inventory_schema import Model, Variables
+    from opsctl.rack_models import MODELS
+
+    assert {name for name in Variables.__struct_fields__ if name.startswith("opsctl_")} == KNOWN_OPSCTL_VARS
+    assert set(get_args(Model)) == set(MODELS)
+
+
+def test_a_port_at_its_bound_is_read_and_one_past_it_refused(tmp_path):
+    text = "all:\n  children:\n    r1:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: {ansible_port: %d}}\n"
+    assert load_inventory(write(tmp_path, text % 65535)).rack("r1").tray("ct01").port == 65535
+    with pytest.raises(InputError, match="host r1-ct01: ansible_port: expected `int` <= 65535"):
+        load_inventory(write(tmp_path, text % 65536))
+    with pytest.raises(InputError, match="host r1-ct01: ansible_port: expected `int` >= 1"):
+        load_inventory(write(tmp_path, text % 0))
+
+
+def test_variables_opsctl_does_not_read_are_inherited_untouched(tmp_path):
+    path = write(tmp_path, "all:\n  vars: {site_color: blue}\n  children:\n    r1:\n"
+                           "      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r1-ct01: }\n")
+    assert load_inventory(path).rack("r1").vars["site_color"] == "blue"

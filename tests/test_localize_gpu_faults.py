@@ -72,5 +72,5 @@ def test_a_gpu_on_a_tray_already_being_replaced_is_idled_once(rack07_topology):
 def test_malformed_failed_checks_are_refused_in_one_line(rack07_topology):
     from opsctl.errors import InputError
     document = snapshot(rack07_topology, {"rack07/ct04/gpu1": ["gemm.bf16.mismatches"]})
-    with pytest.raises(InputError, match="failed_checks must be a list of mappings"):
+    with pytest.raises(InputError, match=r"gpus\[\d+\]\.failed_checks\[0\]: expected `object`, got `str`$"):
         localize_snapshot(document, rack07_topology)

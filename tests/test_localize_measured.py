@@ -94,5 +94,5 @@ def test_malformed_failed_checks_are_refused(rack07_topology, where):
     document = snapshot(rack07_topology, slow=["rack07/ct01/gpu0/nvl04"], trays={"ct05": BISECTION})
     entry = next(e for e in document[where] if "failed_checks" in e)
     entry["failed_checks"] = ["slow"]
-    with pytest.raises(InputError, match=rf"{where}\[\d+\]: failed_checks must be a list of mappings"):
+    with pytest.raises(InputError, match=rf"{where}\[\d+\]\.failed_checks\[0\]: expected `object`, got `str`$"):
         localize_snapshot(document, rack07_topology)

@@ -9,6 +9,7 @@ from opsctl.errors import InputError
 from opsctl.inventory import DEFAULT_INVENTORY, load_inventory
 from opsctl.simulation import compile_rack_spec, load_scenario
 from opsctl.simulation.scenario import FAULT_KINDS, scenario_from_text
+from opsctl.simulation.scenario_schema import FAULT_STRUCTS
 from probes.sim.spec import RackSpec
 
 
@@ -89,23 +90,23 @@ def test_an_unreachable_tray_is_marked(rack07_topology):
 
 
 BAD_SCENARIOS = [
-    ("faults:\n  - {kind: meteor_strike}\n", "unknown kind 'meteor_strike'"),
+    ("faults:\n  - {kind: meteor_strike}\n", "faults[0].kind: invalid value 'meteor_strike'"),
     ("faults:\n  - {kind: link_down, link: ct02/gpu9/nvl03}\n", "unknown link"),
     ("faults:\n  - {kind: link_down, gpu: ct02/gpu1, port: 18}\n", "port 18 out of range"),
-    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: -1}\n", "crc_per_s must be a finite number"),
-    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: .nan}\n", "crc_per_s must be a finite number"),
-    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, speed: 3}\n", "unknown key(s) speed"),
-    ("faults:\n  - {kind: slow_gpu, gpu: ct02/gpu1}\n", "missing factor"),
-    ("faults:\n  - {kind: slow_gpu, gpu: ct02/gpu1, factor: 1.5}\n", "factor must be in (0, 1]"),
-    ("faults:\n  - {kind: sdc, gpu: ct02/gpu1, probability: yes}\n", "probability must be a number"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: -1}\n", "faults[0].crc_per_s: expected `float` >= 0.0"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: .nan}\n", "faults[0].crc_per_s: expected `float` >= 0.0"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, speed: 3}\n", "faults[0]: object contains unknown field `speed`"),
+    ("faults:\n  - {kind: slow_gpu, gpu: ct02/gpu1}\n", "faults[0]: object missing required field `factor`"),
+    ("faults:\n  - {kind: slow_gpu, gpu: ct02/gpu1, factor: 1.5}\n", "faults[0].factor: expected `float` <= 1.0"),
+    ("faults:\n  - {kind: sdc, gpu: ct02/gpu1, probability: yes}\n", "faults[0].probability: expected `float`, got `bool`"),
     ("faults:\n  - {kind: switch_chip_failed, part: st2}\n", "is a switch_tray, expected a switch_chip"),
     ("faults:\n  - {kind: link_flap, link: ct02/gpu1/nvl03, period_s: 5, down_s: 9}\n", "down_s must be shorter"),
     ("faults:\n  - {kind: not_supported, gpu: all, calls: [nvmlDeviceGetWarpSpeed]}\n", "unknown NVML call"),
     ("faults:\n  - {kind: tray_unreachable, tray: ct44}\n", "unknown tray"),
-    ("faults: {kind: link_down}\n", "faults must be a list"),
-    ("seed: seven\n", "seed must be a whole number"),
+    ("faults: {kind: link_down}\n", "faults: expected `array | null`, got `object`"),
+    ("seed: seven\n", "seed: expected `int`, got `str`"),
     ("rack: rack08\n", "written for rack rack08"),
-    ("faultz: []\n", "unknown key(s) faultz"),
+    ("faultz: []\n", "object contains unknown field `faultz`"),
 ]
 
 
@@ -120,7 +121,7 @@ def test_bad_scenarios_name_the_fault_and_key(rack07_topology, text, message):
 _values = st.one_of(st.none(), st.booleans(), st.integers(-3, 100), st.floats(allow_nan=True, allow_infinity=True),
                     st.text(max_size=8), st.sampled_from(["ct02/gpu1/nvl03", "ct05/gpu0", "st3/sw1", "cart1", "ct07", "all"]),
                     st.lists(st.sampled_from(["nvmlDeviceGetPowerUsage", "NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER", "x"]), max_size=2))
-_fault_keys = sorted({k for _, keys, _ in FAULT_KINDS.values() for k in keys} | {"link", "gpu", "port", "part", "tray", "bogus"})
+_fault_keys = sorted({k for struct in FAULT_STRUCTS.values() for k in struct.__struct_fields__} | {"bogus"})
 _faults = st.fixed_dictionaries({"kind": st.sampled_from(sorted(FAULT_KINDS) + ["nope"])},
                                 optional={k: _values for k in _fault_keys})
 
@@ -140,3 +141,37 @@ def test_every_fault_kind_of_the_format_has_one_handler_in_the_compiler():
     from opsctl.simulation.scenario import FAULT_KINDS
 
     assert set(FAULT_HANDLERS) == set(FAULT_KINDS)
+
+
+def test_every_fault_kind_has_its_schema_naming_its_target():
+    from opsctl.simulation.scenario_schema import TARGET_FIELDS
+
+    assert set(FAULT_STRUCTS) == set(FAULT_KINDS)
+    for kind, target in FAULT_KINDS.items():
+        fields = set(FAULT_STRUCTS[kind].__struct_fields__) & set(TARGET_FIELDS)
+        assert fields == {"link": {"link", "gpu", "port"}, None: set()}.get(target, {target}), kind
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("{kind: link_down, link: ct02/gpu1/nvl03, start_s: 5, end_s: 5}", "end_s must be after start_s"),
+    ("{kind: link_flap, link: ct02/gpu1/nvl03, period_s: 5, down_s: 5}", "down_s must be shorter than period_s"),
+    ("{kind: bad_pins, part: cart1, links: 2, fraction: 0.5}", "give links or fraction, not both"),
+    ("{kind: bad_pins, part: cart1, links: 0}", "faults[0].links: expected `int` >= 1"),
+    ("{kind: link_degraded, gpu: ct02/gpu1, factor: 0.5}", "give link (an id) or gpu and port"),
+    ("{kind: hbm_bad_cells, gpu: ct02/gpu1, offset_gib: 1, size_mib: 0}", "faults[0].size_mib: expected `float` > 0.0"),
+    ("{kind: pcie_degraded, gpu: ct02/gpu1, width: 3}", "faults[0].width: invalid enum value 3"),
+    ("{kind: xid, gpu: ct02/gpu1, xid: 4294967296}", "faults[0].xid: expected `int` <= 4294967295"),
+])
+def test_the_rules_between_keys_and_the_bounds_are_one_line(fault, message):
+    with pytest.raises(InputError) as error:
+        scenario_from_text(f"faults:\n  - {fault}\n", "s.yaml")
+    assert message in str(error.value) and str(error.value).startswith("s.yaml") and "\n" not in str(error.value)
+
+
+def test_the_bounds_themselves_are_accepted():
+    scenario = scenario_from_text("faults:\n  - {kind: link_down, link: ct02/gpu1/nvl03, start_s: 5, end_s: 5.001}\n"
+                                  "  - {kind: slow_gpu, gpu: ct02/gpu1, factor: 1}\n"
+                                  "  - {kind: bad_pins, part: cart1, links: 1}\n"
+                                  "  - {kind: xid, gpu: ct02/gpu1, xid: 4294967295}\n")
+    assert [fault.params for fault in scenario.faults] == [{"start_s": 5.0, "end_s": 5.001}, {"factor": 1.0}, {"links": 1},
+                                                          {"xid": 4294967295}]

@@ -171,7 +171,7 @@ def test_a_measured_restore_time_goes_with_a_part_and_keeps_its_blast_radius(ops
      "reliability.mtbi_gpu_days missing: the failure_mix classes with a share (gpu)"),
     ([{"part": "gpu", "share": 0.7}, {"part": "cartridge", "share": 0.4}, {"part": "switch_tray", "mtbi_gpu_days": 900}],
      {}, "shares must add up to at most 1 beside classes with their own mtbi_gpu_days, they add up to 1.1"),
-    ([{"part": "gpu", "mtbi_gpu_days": 0}], {"mtbi_gpu_days": None}, "failure_mix[0].mtbi_gpu_days must be > 0"),
+    ([{"part": "gpu", "mtbi_gpu_days": 0}], {"mtbi_gpu_days": None}, "failure_mix[0].mtbi_gpu_days: expected `int` >= 1"),
     ([{"part": "gpu", "mtbi_gpu_days": 900, "repair_hours": 2, "repair_step_hours": 1}], {"mtbi_gpu_days": None},
      "give repair_hours (the whole time to restore) or repair_step_hours"),
 ])

@@ -4,8 +4,12 @@ not an acceptance by them, and every report says so: the HTML in words, the JSON
 properties as `trial` with both durations.
 """
 
+from __future__ import annotations
 
-def trial_fields(kind, duration_s, criteria_duration_s):
+from typing import Any
+
+
+def trial_fields(kind: str, duration_s: float, criteria_duration_s: float) -> dict[str, Any]:
     """What a summary says about it: {"trial": bool, "criteria_duration_s", "duration_s"}.
 
     Only an acceptance can be a trial; a burn-in is no acceptance at all (the report says so too)."""
@@ -13,14 +17,14 @@ def trial_fields(kind, duration_s, criteria_duration_s):
             "criteria_duration_s": float(criteria_duration_s), "duration_s": float(duration_s)}
 
 
-def trial_of(summary):
+def trial_of(summary: dict[str, Any]) -> dict[str, Any]:
     """The trial fields of a run's summary: those it records, else read from its durations."""
     if isinstance(summary.get("trial"), bool) and "criteria_duration_s" in summary:
         return {key: summary[key] for key in ("trial", "criteria_duration_s", "duration_s")}
     return trial_fields(summary["kind"], summary["duration_s"], summary["criteria"]["duration_s"])
 
 
-def trial_sentence(summary):
+def trial_sentence(summary: dict[str, Any]) -> str | None:
     """One plain sentence for a trial acceptance; None for any other run."""
     trial = trial_of(summary)
     if not trial["trial"]:

@@ -23,11 +23,19 @@ it — one of its links or connectors, a GPU of it, the tray itself — already 
 degraded link of the tray is what made it slow, and that link is the repair).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from opsctl.errors import InputError
 from opsctl.localize.evidence import verdict_log_ratio
-from opsctl.localize.snapshot import _link_index
+from opsctl.localize.snapshot import link_index
+
+if TYPE_CHECKING:
+    from opsctl.localize.parts import PartIndex
+    from opsctl.localize.snapshot_schema import FailedCheck, Snapshot
 
 FAILED = verdict_log_ratio("fail")
 TRAY_KINDS = ("compute_tray", "switch_tray")
@@ -38,30 +46,25 @@ JUDGED_TRAY = {
 }
 
 
-def _failed_checks(value, where):
-    if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("check"), str) for c in value):
-        raise InputError(f"{where}: failed_checks must be a list of mappings, each with a check name")
-    return [{"check": c["check"], "value": c.get("value"), "reason": c.get("reason")} for c in value]
-
-
-def read_measured(document, source, index):
-    """({link index: [failed check]}, {tray: [failed check]}) of a snapshot already checked by
+def read_measured(snapshot: Snapshot, source: str, index: PartIndex) -> tuple[dict[int, list[dict[str, Any]]],
+                                                                         dict[str, list[dict[str, Any]]]]:
+    """({link index: [failed check]}, {tray: [failed check]}) of a snapshot already read by
     parse_snapshot (so its links and trays are known ones)."""
-    prefix = document["rack"] + "/"
-    links = {}
-    for i, entry in enumerate(document.get("links") or []):
-        if isinstance(entry, dict) and entry.get("failed_checks"):
-            where = f"{source}: links[{i}]"
-            link = _link_index(entry, where, prefix, index, entry.get("side", "gpu"))
-            links.setdefault(link, []).extend(_failed_checks(entry["failed_checks"], where))
-    trays = {}
-    for i, entry in enumerate(document.get("trays") or []):
-        if isinstance(entry, dict) and entry.get("failed_checks"):
-            trays[entry["tray"]] = _failed_checks(entry["failed_checks"], f"{source}: trays[{i}]")
+    prefix = snapshot.rack + "/"
+    links: dict[int, list[dict[str, Any]]] = {}
+    for i, entry in enumerate(snapshot.links):
+        if entry.failed_checks:
+            link = link_index(entry, f"{source}: links[{i}]", prefix, index)
+            links.setdefault(link, []).extend(_as_dicts(entry.failed_checks))
+    trays = {entry.tray: _as_dicts(entry.failed_checks) for entry in snapshot.trays or [] if entry.failed_checks}
     return links, trays
 
 
-def with_measured_links(log_r, link_checks):
+def _as_dicts(checks: list[FailedCheck]) -> list[dict[str, Any]]:
+    return [{"check": c.check, "value": c.value, "reason": c.reason} for c in checks]
+
+
+def with_measured_links(log_r: np.ndarray, link_checks: dict[int, list[dict[str, Any]]]) -> np.ndarray:
     """Per-link log r with every link that failed a check of its own judged failing at least."""
     if not link_checks:
         return log_r
@@ -71,7 +74,7 @@ def with_measured_links(log_r, link_checks):
     return log_r
 
 
-def tray_part(index, tray):
+def tray_part(index: PartIndex, tray: str) -> int | None:
     """The part index of a tray (compute or switch tray), None when the model has none of that name."""
     for part, (part_id, same) in enumerate(zip(index.part_ids, index.part_same_as)):
         if index.part_kinds[part] in TRAY_KINDS and (part_id == tray or tray in same):
@@ -79,10 +82,10 @@ def tray_part(index, tray):
     return None
 
 
-def judged_trays(index, declared, tray_checks):
+def judged_trays(index: PartIndex, declared: Sequence[int], tray_checks: dict[str, list[dict[str, Any]]]) -> list[int]:
     """Part indices of the trays that failed a check of their own and that no declared part
     inside them explains: a part whose links all run through the tray."""
-    found = []
+    found: list[int] = []
     for tray in sorted(tray_checks):
         part = tray_part(index, tray)
         if part is None:

@@ -7,13 +7,18 @@ NVLINK_NETIR_ERROR; 74 before). The simulator makes no other GPU log anything fo
 XID catalog documents no such relation, and the simulator injects only what the rulebook names.
 """
 
+from __future__ import annotations
+
 import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
 import pynvml
 
 from opsctl.errors import InputError
-from opsctl.simulation.scenario import NVLINK5_RATES
+from opsctl.simulation.scenario import NVLINK5_RATES, Fault, Scenario
 from probes.sim.profiles import seeded_random
+from opsctl.topology.graph import Component, Topology
 from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
 XID_NVLINK = 74  # NVLink error (NVLink 4)
@@ -27,28 +32,29 @@ HGX_PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # a DGX/HGX H1
 DRIVER = {"gb200": "570.133.20", "b200": "570.133.20", "h100": "550.127.08", "h200": "550.127.08"}
 
 
-def _hex(*keys, length=32):
+def _hex(*keys: object, length: int = 32) -> str:
     return hashlib.sha256("/".join(map(str, keys)).encode()).hexdigest()[:length]
 
 
-def _uuid(seed, gpu_id):
+def _uuid(seed: int, gpu_id: str) -> str:
     h = _hex(seed, gpu_id, "uuid")
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
 class _Builder:
-    def __init__(self, scenario, topology):
+    def __init__(self, scenario: Scenario, topology: Topology) -> None:
         self.scenario = scenario
         self.topology = topology
         self.model = topology.model
         self.rack = topology.rack
-        self.gpus = {}  # gpu id -> GpuSpec
-        self.links = {}  # link id -> LinkSpec
-        self.unreachable = set()
-        self.domain = {}  # the NVLink domain's software state (RackSpec.domain)
+        self.gpus: dict[str, GpuSpec] = {}
+        self.links: dict[str, LinkSpec] = {}
+        self.unreachable: set[str] = set()
+        self.switch_firmware: dict[str, str] = {}  # switch tray -> the NVSwitch firmware it was flashed with
+        self.domain: dict[str, Any] = {}  # the NVLink domain's software state (RackSpec.domain)
 
     # --- the healthy rack --------------------------------------------------------------------
-    def build_hardware(self):
+    def build_hardware(self) -> list[TraySpec]:
         model, rack, seed = self.model, self.rack, self.scenario.seed
         trays = []
         for tray_index, tray in enumerate(model.compute_tray_names()):
@@ -84,13 +90,13 @@ class _Builder:
         return trays
 
     # --- resolving what a fault names --------------------------------------------------------
-    def _full_id(self, target):
+    def _full_id(self, target: str) -> str:
         return target if target.startswith(self.rack + "/") or target == self.rack else f"{self.rack}/{target}"
 
-    def _fail(self, fault, message):
+    def _fail(self, fault: Fault, message: str) -> NoReturn:
         raise InputError(f"{self.scenario.source}: {fault.label}: {message}")
 
-    def link_ids(self, fault):
+    def link_ids(self, fault: Fault) -> list[str]:
         if fault.port is not None:
             gpu = self._gpu_id(fault)
             if fault.port >= self.model.nvlink_ports:
@@ -102,18 +108,18 @@ class _Builder:
                        f"{self.model.gpu_id(self.rack, 0).split('/', 1)[1]}/nvl05)")
         return [link_id]
 
-    def _gpu_id(self, fault):
+    def _gpu_id(self, fault: Fault) -> str:
         gpu_id = self._full_id(fault.target)
         if gpu_id not in self.gpus:
             self._fail(fault, f"unknown GPU {fault.target!r}")
         return gpu_id
 
-    def gpu_ids(self, fault):
+    def gpu_ids(self, fault: Fault) -> list[str]:
         if fault.target == "all":
             return list(self.gpus)
         return [self._gpu_id(fault)]
 
-    def part(self, fault, kinds=None):
+    def part(self, fault: Fault, kinds: tuple[str, ...] | None = None) -> Component:
         part_id = self._full_id(fault.target)
         component = self.topology.components.get(part_id)
         if component is None:
@@ -123,13 +129,14 @@ class _Builder:
         return component
 
     # --- effects -------------------------------------------------------------------------------
-    def link_effect(self, link_id, kind, params, fault):
+    def link_effect(self, link_id: str, kind: str, params: dict[str, Any], fault: Fault) -> None:
         self.links[link_id].effects.append(Effect(kind, dict(params), source=fault.label))
 
-    def gpu_effect(self, gpu_id, kind, params, fault):
+    def gpu_effect(self, gpu_id: str, kind: str, params: dict[str, Any], fault: Fault) -> None:
         self.gpus[gpu_id].effects.append(Effect(kind, dict(params), source=fault.label))
 
-    def xid(self, gpu_id, xid, at_s, fault, repeat_s=None, count=None, **extra):
+    def xid(self, gpu_id: str, xid: int, at_s: float, fault: Fault, repeat_s: float | None = None,
+            count: int | None = None, **extra: object) -> None:
         """An XID the GPU logs; `extra`: its recovery action and kernel log registers, where given."""
         params = {"xid": xid, "at_s": at_s, **{key: value for key, value in extra.items() if value is not None}}
         if repeat_s is not None:
@@ -138,62 +145,63 @@ class _Builder:
             params["count"] = count
         self.gpu_effect(gpu_id, "xid", params, fault)
 
-    def link_drop(self, link_ids, fault, start_s, period_s=None, end_s=None):
+    def link_drop(self, link_ids: Iterable[str], fault: Fault, start_s: float, period_s: float | None = None,
+                  end_s: float | None = None) -> None:
         """The link-down XID on each GPU whose link goes down, every time it goes down."""
         origins = sorted({"/".join(link_id.split("/")[:-1]) for link_id in link_ids})
-        count = None
+        count: int | None = None
         if period_s is not None and end_s is not None:
             count = int((end_s - start_s) // period_s) + 1
         xid = XID_NVLINK5_LINK_DOWN if self.model.is_nvl72 else XID_NVLINK
         for gpu_id in origins:
             self.xid(gpu_id, xid, start_s, fault, period_s, count)
 
-    def apply(self, fault):
+    def apply(self, fault: Fault) -> None:
         """Resolve one fault through its kind's handler (FAULT_HANDLERS, below the class)."""
         FAULT_HANDLERS[fault.kind](self, fault)
 
     # --- one handler per fault kind: what the hardware shows for it ------------------------------
-    def _window(self, fault):
+    def _window(self, fault: Fault) -> dict[str, float]:
         return {k: fault.params[k] for k in ("start_s", "end_s") if k in fault.params}
 
-    def link_errors(self, fault):
+    def link_errors(self, fault: Fault) -> None:
         for link_id in self.link_ids(fault):
             self.link_effect(link_id, "errors", fault.params, fault)
 
-    def link_down(self, fault):
+    def link_down(self, fault: Fault) -> None:
         links = self.link_ids(fault)
         for link_id in links:
             self.link_effect(link_id, "down", self._window(fault), fault)
         self.link_drop(links, fault, fault.params.get("start_s", 0.0))
 
-    def link_flap(self, fault):
+    def link_flap(self, fault: Fault) -> None:
         p = fault.params
         links = self.link_ids(fault)
         for link_id in links:
             self.link_effect(link_id, "flap", p, fault)
         self.link_drop(links, fault, p.get("start_s", 0.0), p.get("period_s", 60.0), p.get("end_s"))
 
-    def link_degraded(self, fault):
+    def link_degraded(self, fault: Fault) -> None:
         for link_id in self.link_ids(fault):
             self.link_effect(link_id, "bandwidth", fault.params, fault)
 
-    def switch_part_failed(self, fault):
+    def switch_part_failed(self, fault: Fault) -> None:
         wanted = ("switch_chip",) if fault.kind == "switch_chip_failed" else ("switch_tray",)
         part = self.part(fault, wanted)
         for link_id in part.links:
             self.link_effect(link_id, "down", self._window(fault), fault)
         self.link_drop(part.links, fault, fault.params.get("start_s", 0.0))
 
-    def slow_gpu(self, fault):
+    def slow_gpu(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "slow", fault.params, fault)
 
-    def throttle(self, fault):
+    def throttle(self, fault: Fault) -> None:
         reason = "thermal" if fault.kind == "thermal_throttle" else "power_brake"
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "throttle", {"reason": reason, **fault.params}, fault)
 
-    def ecc(self, fault):
+    def ecc(self, fault: Fault) -> None:
         p = fault.params
         start = p.get("start_s", 0.0)
         for gpu_id in self.gpu_ids(fault):
@@ -202,24 +210,24 @@ class _Builder:
                 self.xid(gpu_id, XID_DBE, start, fault)
                 self.gpu_effect(gpu_id, "row_remap", {"start_s": start, "uncorrected_rows": p["uncorrected"], "pending": True}, fault)
 
-    def row_remap(self, fault):
+    def row_remap(self, fault: Fault) -> None:
         p = fault.params
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "row_remap", p, fault)
             self.xid(gpu_id, XID_ROW_REMAP_FAILURE if p.get("failure") else XID_ROW_REMAP, p.get("start_s", 0.0), fault)
 
-    def logged_xid(self, fault):
+    def logged_xid(self, fault: Fault) -> None:
         p = fault.params
         for gpu_id in self.gpu_ids(fault):
             self.xid(gpu_id, p["xid"], p.get("at_s", 0.0), fault, p.get("repeat_s"), p.get("count"),
                      recovery_action=p.get("recovery_action"), intr_info=p.get("intr_info"),
                      error_status=p.get("error_status"))
 
-    def sdc(self, fault):
+    def sdc(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "sdc", fault.params, fault)
 
-    def gpu_lost(self, fault):
+    def gpu_lost(self, fault: Fault) -> None:
         start = fault.params.get("start_s", 0.0)
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "lost", {"start_s": start}, fault)
@@ -230,11 +238,11 @@ class _Builder:
                     link_id = self.model.link_id(self.rack, self.gpus[gpu_id].rack_index, port)
                     self.link_effect(link_id, "down", {"start_s": start}, fault)
 
-    def gpu_hang(self, fault):
+    def gpu_hang(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "hang", {**self._window(fault), "nvml": fault.params.get("nvml", True)}, fault)
 
-    def not_supported(self, fault):
+    def not_supported(self, fault: Fault) -> None:
         p = fault.params
         fields = []
         for name in p.get("fields", []):
@@ -248,76 +256,79 @@ class _Builder:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "not_supported", {"calls": p.get("calls", []), "fields": fields}, fault)
 
-    def fabric_degraded(self, fault):
+    def fabric_degraded(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "fabric", {"degraded_bw": True, **fault.params}, fault)
 
-    def tray_unreachable(self, fault):
+    def tray_unreachable(self, fault: Fault) -> None:
         tray = fault.target.split("/")[-1]
         if tray not in self.model.tray_names():
             self._fail(fault, f"unknown tray {fault.target!r}")
         self.unreachable.add(tray)
 
     # --- tray depth ------------------------------------------------------------------------------
-    def hbm_bad_cells(self, fault):
-        p = fault.params
-        if p["size_mib"] <= 0:
-            self._fail(fault, "size_mib must be above 0")
+    def hbm_bad_cells(self, fault: Fault) -> None:
+        p = fault.params  # size_mib above 0: the schema's bound
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "hbm_bad_cells", {"offset_bytes": int(p["offset_gib"] * 2**30),
                                                       "size_bytes": max(1, int(p["size_mib"] * 2**20))}, fault)
 
-    def firmware_mismatch(self, fault):
+    def firmware_mismatch(self, fault: Fault) -> None:
         if not self.model.is_nvl72:
             self._fail(fault, "an HGX rack is one server, with no other tray to differ from: firmware_mismatch is for NVL72 racks")
         tray = fault.target.split("/")[-1]
+        if tray in self.model.switch_tray_names():
+            if "switch_firmware" not in fault.params or "vbios" in fault.params:
+                self._fail(fault, f"a switch tray ({tray}) has NVSwitch chips, no GPU: give switch_firmware, not vbios")
+            self.switch_firmware[tray] = fault.params["switch_firmware"]
+            return
         if tray not in self.model.compute_tray_names():
             self._fail(fault, f"unknown compute tray {fault.target!r}")
+        if "vbios" not in fault.params or "switch_firmware" in fault.params:
+            self._fail(fault, f"a compute tray ({tray}) has GPUs, no NVSwitch chip: give vbios, not switch_firmware")
         for gpu in self.gpus.values():
             if self.model.gpu_tray(gpu.rack_index) == tray:
                 self.gpu_effect(gpu.id, "firmware", {"vbios": fault.params["vbios"]}, fault)
 
-    def ecc_disabled(self, fault):
+    def ecc_disabled(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "ecc_mode", {"enabled": False}, fault)
 
-    def pcie_degraded(self, fault):
+    def pcie_degraded(self, fault: Fault) -> None:
         if self.model.is_nvl72:
             self._fail(fault, "a GB200 GPU reaches its CPU over NVLink-C2C, not PCIe: pcie_degraded is for HGX racks")
-        p = fault.params
-        if p.get("width", 16) not in (1, 2, 4, 8, 16) or not 1 <= p.get("gen", 5) <= 6:
-            self._fail(fault, "width must be 1, 2, 4, 8 or 16 lanes and gen 1 to 6")
+        p = fault.params  # width, gen and the AER rates: the schema's choices and bounds
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "pcie", dict(p), fault)
 
-    def deterministic_sdc(self, fault):
+    def deterministic_sdc(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "deterministic_sdc", {}, fault)
 
-    def c2c_link_down(self, fault):
+    def c2c_link_down(self, fault: Fault) -> None:
         if not self.model.is_nvl72:
             self._fail(fault, "an HGX GPU reaches its CPU over PCIe, not NVLink-C2C: c2c_link_down is for GB200 racks")
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "c2c_down", {}, fault)
 
-    def imex_missing(self, fault):
+    def imex_missing(self, fault: Fault) -> None:
         tray = fault.target.split("/")[-1]
         if tray not in self.model.compute_tray_names():
             self._fail(fault, f"unknown compute tray {fault.target!r}")
         self.domain.setdefault("imex_missing", []).append(tray)
 
-    def fabric_clique(self, fault):
+    def fabric_clique(self, fault: Fault) -> None:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "fabric", {"clique_id": fault.params["clique_id"]}, fault)
 
-    def nccl_fallback(self, fault):
+    def nccl_fallback(self, fault: Fault) -> None:
         self.domain["nccl_fallback"] = True
 
-    def switch_chip_degraded(self, fault):
+    def switch_chip_degraded(self, fault: Fault) -> None:
         for link_id in self.part(fault, ("switch_chip",)).links:
             self.link_effect(link_id, "bandwidth", fault.params, fault)
 
-    def bad_pins(self, fault):
+    def bad_pins(self, fault: Fault) -> None:
         p = fault.params
         part = self.part(fault)
         candidates = sorted(part.links)
@@ -330,7 +341,7 @@ class _Builder:
         rng = seeded_random(self.scenario.seed, fault.index, part.id, "pins")
         chosen = sorted(rng.sample(candidates, n))
         if p.get("down"):
-            window = {k: p[k] for k in ("start_s", "end_s") if k in p}
+            window: dict[str, Any] = {k: p[k] for k in ("start_s", "end_s") if k in p}
             for link_id in chosen:
                 self.link_effect(link_id, "down", window, fault)
             self.link_drop(chosen, fault, p.get("start_s", 0.0))
@@ -343,7 +354,7 @@ class _Builder:
 
 
 # Each fault kind of the scenario format (opsctl/simulation/scenario.py FAULT_KINDS) and its handler.
-FAULT_HANDLERS = {
+FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
     "link_errors": _Builder.link_errors,
     "link_down": _Builder.link_down,
     "link_flap": _Builder.link_flap,
@@ -376,7 +387,7 @@ FAULT_HANDLERS = {
 }
 
 
-def compile_rack_spec(scenario, topology):
+def compile_rack_spec(scenario: Scenario, topology: Topology) -> RackSpec:
     """The RackSpec of `topology`'s rack with `scenario`'s faults in it."""
     if scenario.rack is not None and scenario.rack != topology.rack:
         raise InputError(f"{scenario.source}: written for rack {scenario.rack}, not {topology.rack}")
@@ -386,6 +397,7 @@ def compile_rack_spec(scenario, topology):
         builder.apply(fault)
     for tray in trays:
         tray.unreachable = tray.name in builder.unreachable
+        tray.switch_firmware = builder.switch_firmware.get(tray.name)
     sku = topology.model.sku
     return RackSpec(
         rack=topology.rack,
