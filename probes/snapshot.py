@@ -3,7 +3,10 @@ and the XIDs each GPU logged in between (the tray's part of the link-health snap
 tray's snapshot is its ports, the far ends of the same links ("side": "switch").
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING, Any
 
 from probes.counters import gpu_window, snapshot_link
 from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
@@ -11,10 +14,18 @@ from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
+if TYPE_CHECKING:
+    from probes.judge import References
+    from probes.nvml_library import NvmlLibrary
+    from probes.nvml_reader import GpuReading
+    from probes.sim.clock import Clock
+    from probes.switch_reader import NvosSwitchReader, SimSwitchReader
+
 FORMAT = "opsctl-probe/1"
 
 
-def take_snapshot(nvml, window_s, clock=None, tray=None, deadline_s=NVML_DEADLINE_S):
+def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None, tray: str | None = None,
+                  deadline_s: float = NVML_DEADLINE_S) -> dict[str, Any]:
     """The snapshot document body of docs/probe-output.md for the GPUs behind `nvml` (initialised).
     `clock` (now() and sleep()) measures the window and stamps the XIDs: wall time on a tray, a
     simulated clock in benchmarks."""
@@ -29,30 +40,36 @@ def take_snapshot(nvml, window_s, clock=None, tray=None, deadline_s=NVML_DEADLIN
     events = watcher.stop()
     refs = load_references(next((r.name for r in before if r.name), None),
                            device_id=next((r.pci_device_id for r in before if r.pci_device_id), None))
-    links, gpus = [], []
+    links: list[dict[str, Any]] = []
+    gpus: list[dict[str, Any]] = []
+    # The window as it was, not as asked: on a loaded tray the reads and the wait run long, and
+    # counts over 2.3 s divided by 2 s would overstate every rate judged against a per-second limit.
+    measured = sorted(last.time - first.time for first, last in zip(before, after)
+                      if not (first.hung or last.hung) and last.time > first.time)
+    window = measured[len(measured) // 2] if measured else float(window_s)
     for first, last in zip(before, after):
         hung = first if first.hung else last if last.hung else None
         reachable = not (first.lost or last.lost or hung)
         xids = [event for event in events if event["gpu"] == last.index]
-        entry = {"gpu": last.index, "reachable": reachable,
+        entry: dict[str, Any] = {"gpu": last.index, "reachable": reachable,
                  "xids": [{"xid": event["xid"], "time": round(event["time"], 3)} for event in xids]}
         if hung:  # named as hung, and failed on its own account: the siblings are read and judged
             entry["failed_checks"] = [hung_check(hung, reader.workers.deadline_s)]
         if reachable:
-            counters = gpu_window(first, last, xids, window_s)
+            counters = gpu_window(first, last, xids, window)
             links += [snapshot_link(last.index, link) for link in counters["links"]]
             entry["failed_checks"] = own_failures(counters, refs)
         gpus.append(entry)
-    return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": links, "gpus": gpus,
+    return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": round(window, 3), "links": links, "gpus": gpus,
             "errors": [entry["error"] for entry in watcher.errors]}
 
 
-def hung_check(reading, deadline_s):
+def hung_check(reading: GpuReading, deadline_s: float) -> dict[str, Any]:
     """The snapshot's failed check of a GPU whose NVML calls did not return within the deadline."""
     return {"check": "gpu.hung", "value": deadline_s, "reason": reading.errors.get("deadline", "NVML calls hang")}
 
 
-def own_failures(counters, refs):
+def own_failures(counters: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     """The GPU's own health checks that fail with no load on it (row remap pending, ECC, fabric,
     recovery action: probes.judge.health_checks), as the snapshot's `failed_checks`. A fabric
     that is degraded because one of the GPU's links fails is that link's symptom, not the GPU's."""
@@ -64,15 +81,19 @@ def own_failures(counters, refs):
             if c["verdict"] == "fail" and not (links_fail and is_link_symptom(c["check"], c["value"]))]
 
 
-def take_switch_snapshot(switch, window_s, clock=None, tray=None):
+def take_switch_snapshot(switch: SimSwitchReader | NvosSwitchReader, window_s: float, clock: Clock | None = None,
+                         tray: str | None = None) -> dict[str, Any]:
     """The snapshot document of a switch tray, from a switch reader (probes.switch_reader)."""
-    sleep = clock.sleep if clock is not None else time.sleep
-    document = {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": [],
+    now, sleep = (clock.now, clock.sleep) if clock is not None else (time.time, time.sleep)
+    document: dict[str, Any] = {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": float(window_s), "links": [],
                 "gpus": [], "errors": []}
     if not switch.supported:
         document["switch"] = {"supported": False, "reason": switch.reason}
         return document
+    started = now()
     before = switch.read()
     sleep(window_s)
+    second = now()
     document["links"] = [snapshot_port(row) for row in switch_window(before, switch.read())]
+    document["window_seconds"] = round(max(second - started, float(window_s)), 3)  # as it was (take_snapshot)
     return document

@@ -126,7 +126,7 @@ def test_without_the_option_a_closed_stdin_changes_nothing(spec_line):
                              timeout=120)
     assert process.returncode == 0, process.stderr
     document = json.loads(process.stdout)
-    assert document["kind"] == "snapshot" and document["window_seconds"] == 1.0 and len(document["links"]) == 72
+    assert document["kind"] == "snapshot" and 1.0 <= document["window_seconds"] < 10 and len(document["links"]) == 72
 
 
 def test_without_the_option_stdin_is_not_watched(spec_line):

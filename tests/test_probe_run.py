@@ -24,7 +24,7 @@ faults:
 @pytest.fixture
 def spec_file(tmp_path, rack07_topology):
     """The compiled simulator spec of a scenario, written as `opsctl sim spec` writes it.
-    `hang` names GPUs whose compute calls never return from `start_s` 1 on."""
+    `hang` names GPUs whose compute calls never return once they have computed for 0.3 s."""
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text
 
@@ -33,7 +33,7 @@ def spec_file(tmp_path, rack07_topology):
         for tray in spec["trays"]:
             for gpu in tray["gpus"]:
                 if gpu["id"] in hang:
-                    gpu["effects"].append({"kind": "hang", "params": {"start_s": 1.0}, "source": "test"})
+                    gpu["effects"].append({"kind": "hang", "params": {"after_busy_s": 0.3}, "source": "test"})
         path = tmp_path / f"spec-{len(list(tmp_path.iterdir()))}.json"
         path.write_text(json.dumps(spec))
         return path
@@ -70,7 +70,7 @@ def test_a_healthy_tray_passes_with_the_whole_document(spec_file):
     assert (doc["format"], doc["kind"], doc["tray"], doc["backend"], doc["status"]) == \
         ("opsctl-probe/1", "run", "ct04", "sim", "complete")
     assert doc["system"]["gpu_count"] == 4 and doc["system"]["references"] == "probes/references/gb200.yaml"
-    assert set(doc["probes"]) == {"gemm", "membw", "nvlink", "hbm"} and all(p["status"] == "complete" for p in doc["probes"].values())
+    assert set(doc["probes"]) == {"gemm", "membw", "nvlink", "pulse", "hbm"} and all(p["status"] == "complete" for p in doc["probes"].values())
     for gpu in doc["gpus"]:
         assert gpu["name"] == "NVIDIA GB200" and gpu["uuid"].startswith("GPU-") and gpu["platform"]["tray_index"] == 3
         for dtype in ("bf16", "fp8"):

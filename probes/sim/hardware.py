@@ -4,14 +4,17 @@ Every reading is computed from the spec, the seed and the clock, so two reads at
 moment agree, deltas over a window are the injected rates, and nothing drifts between runs.
 """
 
+from __future__ import annotations
+
 import bisect
 import math
 import threading
+from typing import Any
 
 from probes.sim import profiles
-from probes.sim.clock import WallClock
+from probes.sim.clock import Clock, WallClock
 from probes.sim.sku_models import NVLINK4_LINE_RATE_BITS, NVLINK5_LINE_RATE_BITS, SKU_MODELS
-from probes.sim.spec import RackSpec
+from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
 COUNTERS = ("crc", "replay", "recovery", "symbol")
 # The NVLink 5 counters (NVML_FI_DEV_NVLINK_COUNT_*) that count on their own rate keys.
@@ -26,7 +29,7 @@ FEC_BINS = 16
 class SimLink:
     """One NVLink port of a simulated GPU."""
 
-    def __init__(self, gpu, spec):
+    def __init__(self, gpu: SimGpu, spec: LinkSpec) -> None:
         self.gpu = gpu
         self.spec = spec
         self.port = spec.port
@@ -36,7 +39,7 @@ class SimLink:
         self.noise_scale = math.exp(rng.gauss(0.0, 0.6))
         # Lifetime counts from before this window (factory test, earlier jobs): judging
         # totals instead of deltas would fail healthy links.
-        self.baseline = {c: (rng.randrange(0, 40) if c == "crc" else rng.randrange(0, 2)) for c in COUNTERS}
+        self.baseline: dict[str, int] = {c: (rng.randrange(0, 40) if c == "crc" else rng.randrange(0, 2)) for c in COUNTERS}
         self.baseline["effective"] = rng.randrange(0, 40)
         self.phase = {name: rng.random() for name in (*COUNTERS, "effective", "fec")}
         # A stream of its own, so the counters above read as they always have for a seed.
@@ -51,7 +54,7 @@ class SimLink:
         self._traffic_lock = threading.Lock()
 
     # --- state -----------------------------------------------------------------------------
-    def is_up(self, t):
+    def is_up(self, t: float) -> bool:
         for effect in self.effects:
             if effect.kind == "down" and profiles.active(effect, t):
                 return False
@@ -59,7 +62,7 @@ class SimLink:
                 return False
         return True
 
-    def down_events(self, t):
+    def down_events(self, t: float) -> int:
         """How many times the link has gone down (each a failed recovery) by time t."""
         events = 0
         for effect in self.effects:
@@ -69,14 +72,14 @@ class SimLink:
                 events += profiles.flap_transitions(effect, t)
         return events
 
-    def _error_effects(self):
+    def _error_effects(self) -> list[Effect]:
         return [e for e in self.effects if e.kind == "errors"]
 
-    def _noise(self, key):
+    def _noise(self, key: str) -> float:
         return float(self.gpu.rack.spec.noise.get(key, 0.0)) * self.noise_scale
 
     # --- counters --------------------------------------------------------------------------
-    def expected(self, counter, t):
+    def expected(self, counter: str, t: float) -> float:
         """Λ(t): the expected count of `counter` since the epoch."""
         key = _RATE_KEYS[counter]
         total = self._noise(key) * max(t, 0.0)
@@ -95,28 +98,28 @@ class SimLink:
             total += self.down_events(t) + self._effects_integral("recovery_failed_per_s", t)
         return total
 
-    def _effects_integral(self, key, t):
+    def _effects_integral(self, key: str, t: float) -> float:
         return sum(profiles.effect_integral(e, key, t) for e in self._error_effects() if e.get(key) is not None)
 
-    def recovery_successful(self, t):
+    def recovery_successful(self, t: float) -> int:
         """Successful link recoveries by time t (NVLink 5): data-link recoveries that did not
         fail, and the rate injected as successful."""
         failed = self.recovery_failed(t)
         recovered = self.counter("recovery", t) - self.baseline["recovery"] - failed
         return max(0, recovered) + self.counter("recovery_successful", t) - self.baseline["recovery_successful"]
 
-    def recovery_failed(self, t):
+    def recovery_failed(self, t: float) -> int:
         """Failed link recoveries by time t (NVLink 5): every drop of the link, and the rate injected."""
         return self.down_events(t) + self.counter("recovery_failed", t) - self.baseline["recovery_failed"]
 
-    def counter(self, counter, t):
+    def counter(self, counter: str, t: float) -> int:
         # No link counts more errors than the bits it carried: a rate past the line rate is held
         # there. That also keeps the count inside NVML's 64-bit counter; 1e300 errors a second
         # would otherwise be truncated to a counter that never moves, which reads as healthy.
         expected = min(self.expected(counter, t), self.line_rate * max(t, 0.0))
         return self.baseline[counter] + profiles.count(expected, self.phase[counter])
 
-    def ber(self, t):
+    def ber(self, t: float) -> float:
         """The effective BER the link reports now (errors after FEC per bit)."""
         ber = self._noise("ber")
         for effect in self._error_effects():
@@ -124,13 +127,13 @@ class SimLink:
                 ber += profiles.effect_rate(effect, "ber", t)
         return ber
 
-    def symbol_ber(self, t):
+    def symbol_ber(self, t: float) -> float:
         rate = self._noise("symbol_per_s")
         for effect in self._error_effects():
             rate += profiles.effect_rate(effect, "symbol_per_s", t)
         return rate / self.line_rate
 
-    def effective_errors(self, t):
+    def effective_errors(self, t: float) -> int:
         """Errors left after FEC (NVLink 5). In-spec noise leaves none: DCGM fails any effective
         error in a window, so a healthy link's count does not move; an injected BER or rate does."""
         expected = self._effects_integral("effective_errors_per_s", t)
@@ -142,21 +145,21 @@ class SimLink:
                 )
         return self.baseline["effective"] + profiles.count(expected, self.phase["effective"])
 
-    def fec_history(self, t):
+    def fec_history(self, t: float) -> list[int]:
         """Codewords by number of corrected symbols (bins 0–15): a worse link fills higher bins."""
         codewords = self.line_rate / 5440.0 * max(t, 0.0)  # RS(544,514) codewords of 5,440 bits
         corrected_per_codeword = 1e-4 * max(1.0, (self.ber(t) / 1e-15) ** 0.25)
-        bins = []
+        bins: list[int] = []
         for k in range(FEC_BINS):
             p = math.exp(-corrected_per_codeword) * corrected_per_codeword**k / math.factorial(k)
             bins.append(profiles.count(codewords * p, self.phase["fec"]))
         return bins
 
-    def add_traffic(self, direction, nbytes):
+    def add_traffic(self, direction: str, nbytes: float) -> None:
         with self._traffic_lock:
             self.traffic[direction] += int(nbytes)
 
-    def bandwidth_factor(self, t):
+    def bandwidth_factor(self, t: float) -> float:
         """Share of the nominal per-link bandwidth this link delivers now."""
         if not self.is_up(t):
             return 0.0
@@ -171,7 +174,7 @@ class SimLink:
 class SimGpu:
     """One simulated GPU: health readings, load accounting, and the faults that act on it."""
 
-    def __init__(self, rack, tray, spec):
+    def __init__(self, rack: SimRack, tray: SimTray, spec: GpuSpec) -> None:
         self.rack = rack
         self.tray = tray
         self.spec = spec
@@ -186,36 +189,39 @@ class SimGpu:
         self.lifetime_energy_j = rng.uniform(1e8, 5e9)
         self.lifetime_corrected_ecc = rng.randrange(0, 20)
         self.links = [SimLink(self, link) for link in spec.links]
-        self._busy = []  # merged (start, end) intervals of load, sim time
+        self._busy: list[tuple[float, float]] = []  #  merged (start, end) intervals of load, sim time
         self._lock = threading.Lock()
-        self._xid_cache = []  # (time, xid) in order, complete up to _xid_horizon
+        self._xid_cache: list[tuple[float, int]] = []  #  (time, xid) in order, complete up to _xid_horizon
         self._xid_horizon = -math.inf
 
     # --- faults that change what answers ---------------------------------------------------
-    def lost_at(self):
+    def lost_at(self) -> float | None:
         times = [e.get("start_s", 0.0) for e in self.effects if e.kind == "lost"]
         return min(times) if times else None
 
-    def is_lost(self, t):
+    def is_lost(self, t: float) -> bool:
         lost = self.lost_at()
         return lost is not None and t >= lost
 
-    def is_hung(self, t):
-        """Compute on this GPU never returns (a wedged GPU or driver)."""
-        return any(e.kind == "hang" and profiles.active(e, t) for e in self.effects)
+    def is_hung(self, t: float) -> bool:
+        """Compute on this GPU never returns (a wedged GPU or driver): from `start_s`, and, given
+        `after_busy_s`, only once it has computed that long — a GPU that wedges under load, whenever
+        the load begins (a test then does not depend on how fast a busy machine starts the probe)."""
+        return any(e.kind == "hang" and profiles.active(e, t) and self.busy_seconds(t) >= float(e.get("after_busy_s", 0.0))
+                   for e in self.effects)
 
-    def nvml_hangs(self, t):
+    def nvml_hangs(self, t: float) -> bool:
         """NVML calls on this GPU block too (the driver itself is stuck)."""
         return any(e.kind == "hang" and e.get("nvml", False) and profiles.active(e, t) for e in self.effects)
 
-    def unsupported_calls(self):
+    def unsupported_calls(self) -> set[str]:
         return {c for e in self.effects if e.kind == "not_supported" for c in e.get("calls", [])}
 
-    def unsupported_fields(self):
+    def unsupported_fields(self) -> set[int]:
         return {f for e in self.effects if e.kind == "not_supported" for f in e.get("fields", [])}
 
     # --- load --------------------------------------------------------------------------------
-    def add_load(self, start, seconds):
+    def add_load(self, start: float, seconds: float) -> None:
         """Record that the GPU computed from `start` for `seconds` (sim time)."""
         with self._lock:
             end = start + seconds
@@ -224,17 +230,17 @@ class SimGpu:
             else:
                 self._busy.append((start, end))
 
-    def busy_seconds(self, t):
+    def busy_seconds(self, t: float) -> float:
         with self._lock:
             return sum(max(0.0, min(end, t) - start) for start, end in self._busy if start < t)
 
-    def is_busy(self, t):
+    def is_busy(self, t: float) -> bool:
         with self._lock:
             return bool(self._busy) and self._busy[-1][0] <= t < self._busy[-1][1] + 0.5
 
     # --- throttling, clocks, power, temperature ---------------------------------------------
-    def active_throttles(self, t):
-        found = []
+    def active_throttles(self, t: float) -> list[Effect]:
+        found: list[Effect] = []
         for effect in self.effects:
             if effect.kind != "throttle" or not profiles.active(effect, t):
                 continue
@@ -244,18 +250,18 @@ class SimGpu:
             found.append(effect)
         return found
 
-    def clock_factor(self, t):
+    def clock_factor(self, t: float) -> float:
         factor = 1.0
         for effect in self.active_throttles(t):
             factor = min(factor, float(effect.get("clock_factor", 0.7)))
         return factor
 
-    def sm_clock_mhz(self, t):
+    def sm_clock_mhz(self, t: float) -> int:
         if not self.is_busy(t):
             return 345
         return int(self.sku.sm_clock_max_mhz * self.clock_factor(t))
 
-    def temperature_c(self, t):
+    def temperature_c(self, t: float) -> int:
         base = self.sku.load_c if self.is_busy(t) else self.sku.idle_c
         temperature = base + self.temp_offset
         for effect in self.active_throttles(t):
@@ -263,20 +269,20 @@ class SimGpu:
                 temperature = max(temperature, float(effect.get("temperature_c", 91.0)))
         return int(round(temperature))
 
-    def memory_temperature_c(self, t):
+    def memory_temperature_c(self, t: float) -> int:
         return self.temperature_c(t) + round(self.sku.memory_above_gpu_c)
 
-    def thermal_margin_c(self, t):
+    def thermal_margin_c(self, t: float) -> int:
         """Degrees to the nearest slowdown threshold (NVML's margin temperature): the die's or the HBM's."""
         return int(min(self.sku.slowdown_c - self.temperature_c(t),
                        self.sku.memory_slowdown_c - self.memory_temperature_c(t)))
 
-    def power_w(self, t):
+    def power_w(self, t: float) -> float:
         if not self.is_busy(t):
             return self.sku.idle_w * self.power_scale
         return self.sku.load_w * self.power_scale * (0.4 + 0.6 * self.clock_factor(t))
 
-    def energy_mj(self, t):
+    def energy_mj(self, t: float) -> int:
         idle = self.sku.idle_w * self.power_scale * max(t, 0.0)
         extra = (self.sku.load_w - self.sku.idle_w) * self.power_scale * self.busy_seconds(t)
         # What a throttle's lower clocks did not draw (power_w's 0.6 share that scales with the clock).
@@ -284,7 +290,7 @@ class SimGpu:
                      * self.throttled_seconds(e, t) for e in self.effects if e.kind == "throttle"), default=0.0)
         return int((self.lifetime_energy_j + idle + extra - saved) * 1000)
 
-    def throttled_seconds(self, effect, t):
+    def throttled_seconds(self, effect: Effect, t: float) -> float:
         """Seconds by t that a throttle effect held the clocks (NVML's violation time): under
         load past `after_busy_s` for a limit reached only under load, else its whole window."""
         if effect.get("after_busy_s") is not None:
@@ -292,7 +298,7 @@ class SimGpu:
         stop = t if effect.get("end_s") is None else min(t, effect.get("end_s"))
         return max(0.0, stop - effect.get("start_s", 0.0))
 
-    def throughput_scale(self, t):
+    def throughput_scale(self, t: float) -> float:
         """Achieved compute relative to a healthy GPU of the SKU at this moment."""
         scale = self.perf_scale * self.clock_factor(t)
         for effect in self.effects:
@@ -300,7 +306,7 @@ class SimGpu:
                 scale *= float(effect.get("factor", 0.8))
         return scale
 
-    def sdc_probability(self, t):
+    def sdc_probability(self, t: float) -> float:
         p = 0.0
         for effect in self.effects:
             if effect.kind == "sdc" and profiles.active(effect, t):
@@ -308,7 +314,7 @@ class SimGpu:
         return p
 
     # --- memory errors ----------------------------------------------------------------------
-    def ecc_counts(self, t):
+    def ecc_counts(self, t: float) -> tuple[int, int]:
         """(corrected, uncorrected) since the simulator's epoch (volatile counts)."""
         corrected = 0.0
         uncorrected = 0
@@ -320,7 +326,7 @@ class SimGpu:
                 uncorrected += int(effect.get("uncorrected", 0))
         return profiles.count(corrected, 0.5), uncorrected
 
-    def remapped_rows(self, t):
+    def remapped_rows(self, t: float) -> tuple[int, int, int, int]:
         corrected = uncorrected = pending = failure = 0
         for effect in self.effects:
             if effect.kind == "row_remap" and t >= effect.get("start_s", 0.0):
@@ -331,27 +337,27 @@ class SimGpu:
         return corrected, uncorrected, pending, failure
 
     # --- XIDs ---------------------------------------------------------------------------------
-    def xid_events(self, until):
+    def xid_events(self, until: float) -> list[tuple[float, int]]:
         """[(time, xid)] of every XID logged up to `until`, in order."""
         log = self._xid_log(until)
         return log[: bisect.bisect_right(log, (until, math.inf))]
 
-    def xid_count(self, until):
+    def xid_count(self, until: float) -> int:
         """How many XIDs were logged up to `until`."""
         return bisect.bisect_right(self._xid_log(until), (until, math.inf))
 
-    def xid_at(self, index, until):
+    def xid_at(self, index: int, until: float) -> tuple[float, int] | None:
         """The index-th XID (time, xid) if it was logged by `until`, else None."""
         log = self._xid_log(until)
         return log[index] if index < len(log) and log[index][0] <= until else None
 
-    def _xid_log(self, until):
+    def _xid_log(self, until: float) -> list[tuple[float, int]]:
         """The XIDs up to at least `until`, generated once and extended as time goes on:
         a repeating XID (a flapping link's, every 30 s) would otherwise be regenerated from
         the start on every read of a long-running exporter."""
         with self._lock:
             if until > self._xid_horizon:
-                new = []
+                new: list[tuple[float, int]] = []
                 for effect in self.effects:
                     if effect.kind == "xid":
                         code = int(effect.get("xid"))
@@ -360,10 +366,10 @@ class SimGpu:
                 self._xid_horizon = until
             return self._xid_cache
 
-    def kernel_log(self, after, until):
+    def kernel_log(self, after: float, until: float) -> list[str]:
         """The NVRM Xid lines this GPU's kernel log gets in (after, until]: one per XID an `xid`
         effect with registers (intr_info, error_status) logs, in the form of NVIDIA's catalog."""
-        lines = []
+        lines: list[tuple[float, str]] = []
         domain, bus, rest = self.spec.pci_bus_id.split(":")
         pci = f"{int(domain, 16):04x}:{bus}:{rest.split('.')[0]}"
         for effect in self.effects:
@@ -374,7 +380,7 @@ class SimGpu:
                           for at in _occurrences(effect, after, until)]
         return [line for _, line in sorted(lines)]
 
-    def recovery_action(self, t):
+    def recovery_action(self, t: float) -> str:
         """What the driver asks for now (NVML's GPU recovery action): set by the latest XID
         logged by t that carried one, as XID 154 announces."""
         action, latest = "none", -math.inf
@@ -386,14 +392,14 @@ class SimGpu:
         return action
 
     # --- fabric ---------------------------------------------------------------------------------
-    def clique_id(self, t):
+    def clique_id(self, t: float) -> int:
         """The NVLink clique the GPU registered in: the rack's, unless a fault put it in another."""
         for effect in self.effects:
             if effect.kind == "fabric" and effect.get("clique_id") is not None and profiles.active(effect, t):
                 return int(effect.get("clique_id"))
         return self.rack.spec.clique_id
 
-    def fabric(self, t):
+    def fabric(self, t: float) -> tuple[str, dict[str, bool]]:
         """(state, {health flag: bool}) of the GPU's NVLink fabric registration."""
         flags = {"degraded_bw": False, "route_recovery": False, "route_unhealthy": False, "access_timeout_recovery": False}
         state = "completed"
@@ -408,7 +414,7 @@ class SimGpu:
         return state, flags
 
 
-def _occurrences(effect, after, until):
+def _occurrences(effect: Effect, after: float, until: float) -> list[float]:
     """Times in (after, until] at which an `xid` effect logs its XID."""
     at = float(effect.get("at_s", 0.0))
     repeat = effect.get("repeat_s")
@@ -417,7 +423,7 @@ def _occurrences(effect, after, until):
     repeat = float(repeat)
     limit = int(effect.get("count", 10**9))
     first = 0 if after < at else int((after - at) // repeat) + 1
-    times = []
+    times: list[float] = []
     for k in range(first, limit):
         t = at + k * repeat
         if t > until:
@@ -428,7 +434,7 @@ def _occurrences(effect, after, until):
 
 
 class SimTray:
-    def __init__(self, rack, spec):
+    def __init__(self, rack: SimRack, spec: TraySpec) -> None:
         self.rack = rack
         self.spec = spec
         self.name = spec.name
@@ -438,7 +444,7 @@ class SimTray:
 class SimRack:
     """A simulated rack built from a RackSpec. `t(now)` turns clock time into sim time."""
 
-    def __init__(self, spec, clock=None):
+    def __init__(self, spec: RackSpec | dict[str, Any], clock: Clock | None = None) -> None:
         if isinstance(spec, dict):
             spec = RackSpec.from_dict(spec)
         self.spec = spec
@@ -448,28 +454,28 @@ class SimRack:
         self.epoch = spec.epoch if spec.epoch is not None else self.clock.now()
         self.trays = {tray.name: SimTray(self, tray) for tray in spec.trays}
 
-    def now(self):
+    def now(self) -> float:
         """Seconds since the simulator's epoch."""
         return self.clock.now() - self.epoch
 
-    def gpus(self, tray=None):
+    def gpus(self, tray: str | None = None) -> list[SimGpu]:
         trays = [self.trays[tray]] if tray is not None else self.trays.values()
         return [gpu for t in trays for gpu in t.gpus]
 
-    def imex(self, tray):
+    def imex(self, tray: str) -> dict[str, Any]:
         """The IMEX service's state and channels on a compute tray (probes/imex.py's reading)."""
         if tray in (self.spec.domain.get("imex_missing") or []):
             return {"service": "inactive", "channels": []}
         return {"service": "active", "channels": ["channel0"]}
 
-    def kernel_log(self, tray, since):
+    def kernel_log(self, tray: str, since: float) -> tuple[list[str], str | None]:
         """A tray's kernel log from clock time `since` to now (probes.kernel_log.read_kernel_log's
         answer: lines, and no error)."""
         after, until = since - self.epoch, self.now()
         return [line for gpu in self.trays[tray].gpus for line in gpu.kernel_log(after, until)], None
 
 
-def allreduce_busbw_gbps(gpus, t):
+def allreduce_busbw_gbps(gpus: list[SimGpu], t: float) -> float:
     """The bus bandwidth (nccl-tests' definition) an all-reduce over `gpus` reaches at time t
     through the NVSwitch fabric: every GPU sends and receives its share over all its links at
     once, so the GPU with the least live NVLink bandwidth sets the pace."""
