@@ -3,7 +3,7 @@
 Every tray is read by the tray's own code — probes.snapshot.take_snapshot over SimNvml on a
 compute tray, take_switch_snapshot over the simulated switch tray's ports on a switch tray —
 all over the same window of simulated time, as the fan-out reads real trays in parallel; the
-result is assembled into CONTRACT's snapshot exactly as `opsctl snapshot` does. Only the
+result is assembled into the rack's snapshot exactly as `opsctl snapshot` does. Only the
 process boundary is skipped, so a benchmark can take thousands of snapshots.
 
 A tray's snapshot is a deterministic function of the part of the spec it sees, the seed, the
@@ -56,7 +56,7 @@ def _what_a_tray_sees(spec, tray):
 
 
 def simulated_snapshot(spec, window_s, cache=None):
-    """CONTRACT's snapshot of the simulated rack `spec` (a RackSpec) over `window_s` seconds."""
+    """The snapshot of the simulated rack `spec` (a RackSpec) over `window_s` seconds."""
     model = model_named(spec.model)
     documents, failures = {}, {}
     for tray in spec.trays:

@@ -66,7 +66,7 @@ def test_an_hgx_tray_is_called_by_its_name_everywhere(opsctl, tmp_path):
     assert tray["id"] == "hgx01" and tray["file"] == "trays/hgx01.json"
     html = (tmp_path / "run" / "report.html").read_text()
     assert "trays/hgx01.json" in html and "node.json" not in html and ">node<" not in html and "hgx01/node" not in html
-    # Component ids keep CONTRACT's form: an HGX has no tray level.
+    # Component ids keep their documented form (docs/topology.md): an HGX has no tray level.
     assert {g["id"] for g in result.json()["gpus"]} == {f"hgx01/gpu{i}" for i in range(8)}
     shown = opsctl("inventory", "show", "hgx01", "--json")
     assert [t["id"] for t in shown.json()["tray_list"]] == ["hgx01"]

@@ -12,7 +12,7 @@ from opsctl.ledger import (close_repair, fleet_statistics, open_ledger, open_rep
                            set_rack)
 from tests.conftest import assert_one_line_error
 
-# What `opsctl triage rack07` names (README, Triage): three faults, and two parts offered only as
+# What `opsctl triage rack07` names (docs/triage.md): three faults, and two parts offered only as
 # alternatives to a link (a connector that would explain the same one link).
 SUSPECTS = [
     {"component": "rack07/ct12/j2", "kind": "connector", "score": 1.0, "repair": "reseat_compute_tray",

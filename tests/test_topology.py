@@ -1,4 +1,4 @@
-"""The rack graph: CONTRACT ids and counts, port p to chip p, the parts each link crosses."""
+"""The rack graph: component ids and counts, port p to chip p, the parts each link crosses."""
 
 import csv
 

@@ -25,7 +25,7 @@ def nvl72_rows():
                 pair = local // 2  # GPUs 0,1 share connectors j0/j1; GPUs 2,3 share j2/j3
                 tray_connector = f"j{2 * pair + (0 if low_ports else 1)}"
                 cartridge = f"cart{(1 if upper else 3) + (0 if low_ports else 1)}"
-                chip = port  # CONTRACT: port p of every GPU goes to chip p
+                chip = port  # the cabling model (docs/topology.md): port p of every GPU goes to chip p
                 chip_local = chip % 2
                 switch_connector = f"j{2 * chip_local + (0 if upper else 1)}"
                 yield {
