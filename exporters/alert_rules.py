@@ -6,6 +6,8 @@ writes copies with a base in front (`https://git.example.com/ops/opsctl/blob/mai
 link opens in their browser and still ends in the runbook's file name.
 """
 
+from __future__ import annotations
+
 import json
 import re
 from pathlib import Path
@@ -14,11 +16,11 @@ RULES_DIR = Path(__file__).resolve().parent / "rules"
 _RUNBOOK_URL = re.compile(r"^(\s*runbook_url:\s*)(runbooks/[A-Za-z0-9_.-]+\.md)\s*$", re.MULTILINE)
 
 
-def rule_files():
+def rule_files() -> list[Path]:
     return sorted(RULES_DIR.glob("*.yml"))
 
 
-def with_runbook_base(text, base):
+def with_runbook_base(text: str, base: str | None) -> str:
     """The rule file `text` with `base` joined in front of every runbook_url."""
     if not base:
         return text
@@ -27,13 +29,13 @@ def with_runbook_base(text, base):
     return _RUNBOOK_URL.sub(lambda m: m.group(1) + json.dumps(prefix + m.group(2)), text)
 
 
-def rule_file_texts(base=None):
+def rule_file_texts(base: str | None = None) -> list[tuple[str, str]]:
     """[(file name, text)] of every rule file with runbook links under `base` (opsctl writes them,
     each atomically: an existing file is replaced whole or not at all)."""
     return [(source.name, with_runbook_base(source.read_text(encoding="utf-8"), base)) for source in rule_files()]
 
 
-def runbook_file(url):
+def runbook_file(url: str) -> str | None:
     """The runbooks/ file a runbook_url points at, whatever base is in front."""
     match = re.search(r"(?:^|/)runbooks/([A-Za-z0-9_.-]+\.md)$", url)
     return match.group(1) if match else None

@@ -5,11 +5,15 @@ Read in the background and only when a file changed; a missing path is simply "n
 and a malformed file is counted and logged, never fatal.
 """
 
+from __future__ import annotations
+
 import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("opsctl.exporter")
 
@@ -22,7 +26,7 @@ VERDICT_ORDER = ("fail", "incomplete", "warn", "pass")
 class GpuBurnin:
     uuid: str | None
     verdict: str  # one of VERDICT_ORDER
-    gemm_flops: dict  # dtype -> floating-point operations per second (median)
+    gemm_flops: dict[str, float]  # dtype -> floating-point operations per second (median)
     memory_bytes_per_second: float | None
 
 
@@ -31,10 +35,10 @@ class TrayBurnin:
     tray: str
     finished: float  # unix time
     source: str  # the file it came from
-    gpus: dict  # local index -> GpuBurnin
+    gpus: dict[int, GpuBurnin]  # local index -> GpuBurnin
 
 
-def parse_run_document(document, source):
+def parse_run_document(document: Any, source: object) -> TrayBurnin | None:
     """A `run` document as a TrayBurnin; None for other JSON (a snapshot, anything else);
     ValueError, KeyError or TypeError for a run document that is malformed."""
     if not isinstance(document, dict) or document.get("format") != PROBE_FORMAT or document.get("kind") != "run":
@@ -44,7 +48,7 @@ def parse_run_document(document, source):
         raise ValueError("no tray named")
     finished = _unix_time(document.get("finished") or document.get("started"))
     tray_checks = document.get("checks") or []
-    gpus = {}
+    gpus: dict[int, GpuBurnin] = {}
     for gpu in document.get("gpus") or []:
         index = gpu["index"]
         prefix = f"gpu{index}"
@@ -63,7 +67,7 @@ def parse_run_document(document, source):
     return TrayBurnin(tray=tray, finished=finished, source=str(source), gpus=gpus)
 
 
-def gpu_verdict(checks):
+def gpu_verdict(checks: Iterable[dict[str, Any]]) -> str:
     """The worst verdict of a GPU's checks; nothing judged is not a pass."""
     verdicts = {c.get("verdict") for c in checks}
     for verdict in VERDICT_ORDER:
@@ -72,7 +76,7 @@ def gpu_verdict(checks):
     return "incomplete"
 
 
-def _unix_time(text):
+def _unix_time(text: object) -> float:
     if not isinstance(text, str):
         raise ValueError("no finished time")
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -84,15 +88,15 @@ def _unix_time(text):
 class BurninResults:
     """The newest run document per tray under `path` (a file, or a directory searched recursively)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path else None
         self.errors = 0  # files that could not be read as run documents
-        self._parsed = {}  # file -> ((mtime_ns, size), TrayBurnin or None)
-        self._latest = {}  # tray -> TrayBurnin
+        self._parsed: dict[Path, tuple[tuple[int, int], TrayBurnin | None]] = {}  # file -> ((mtime_ns, size), TrayBurnin or None)
+        self._latest: dict[str, TrayBurnin] = {}  # tray -> TrayBurnin
         self._said_missing = False  # warned that the path does not exist (yet)
         self.version = 0  # moves on with every refresh that found files: a render of the metrics is then due
 
-    def refresh(self):
+    def refresh(self) -> None:
         if self.path is None:
             return
         if not self.path.exists():
@@ -105,7 +109,7 @@ class BurninResults:
             files = sorted(self.path.rglob("*.json"))
         else:
             files = [self.path] if self.path.is_file() else []
-        parsed = {}
+        parsed: dict[Path, tuple[tuple[int, int], TrayBurnin | None]] = {}
         for file in files:
             try:
                 stat = file.stat()
@@ -114,14 +118,14 @@ class BurninResults:
             key = (stat.st_mtime_ns, stat.st_size)
             cached = self._parsed.get(file)
             parsed[file] = cached if cached is not None and cached[0] == key else (key, self._parse(file))
-        latest = {}
+        latest: dict[str, TrayBurnin] = {}
         for _, result in parsed.values():
             if result is not None and (result.tray not in latest or result.finished > latest[result.tray].finished):
                 latest[result.tray] = result
         self._parsed, self._latest = parsed, latest  # swapped whole: scrapes see one or the other
         self.version += 1
 
-    def _parse(self, file):
+    def _parse(self, file: Path) -> TrayBurnin | None:
         try:
             return parse_run_document(json.loads(file.read_text(encoding="utf-8")), file)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
@@ -129,5 +133,5 @@ class BurninResults:
             log.warning("burn-in result %s skipped: %s", file, error)
             return None
 
-    def for_tray(self, tray):
+    def for_tray(self, tray: str) -> TrayBurnin | None:
         return self._latest.get(tray)

@@ -8,15 +8,28 @@ chip at the far end, "" where the exporter was not given the rack's topology). I
 is lost or stale shows only its identity, status and XID counts, never frozen old measurements.
 """
 
+from __future__ import annotations
+
 import re
 import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from probes.nvml_reader import CLOCK_EVENT_REASONS, FABRIC_HEALTH_FLAGS, FABRIC_STATES, FABRIC_SUMMARIES, RECOVERY_ACTIONS
 
 from exporters.burnin_results import VERDICT_ORDER
 from exporters.tray_poller import GPU_STATUSES
+
+if TYPE_CHECKING:
+    from probes.nvml_reader import GpuReading, LinkReading
+
+    from exporters.burnin_results import BurninResults, GpuBurnin, TrayBurnin
+    from exporters.tray_poller import GpuSample, TrayPoller, TraySample
+
+# name -> the family a scrape fills in
+Families = dict[str, "CounterMetricFamily | GaugeMetricFamily"]
 
 TRAY = ("rack", "tray")
 GPU = ("rack", "tray", "gpu", "uuid")
@@ -96,7 +109,7 @@ METRICS = {
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
-def link_counter_metric(counter):
+def link_counter_metric(counter: str) -> str | None:
     """The metric name of a reader link counter (new counters get a name of their own)."""
     known = LINK_COUNTERS.get(counter)
     if known:
@@ -109,14 +122,14 @@ class RackCollector:
     """A prometheus_client collector over tray pollers: every scrape builds fresh families from
     the latest readings; it never calls NVML itself, so it never blocks on a GPU."""
 
-    def __init__(self, pollers, burnin=None):
+    def __init__(self, pollers: Iterable[TrayPoller], burnin: BurninResults | None = None) -> None:
         self.pollers = list(pollers)
         self.burnin = burnin
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []  # no collect at registration: there may be no reading yet
 
-    def collect(self):
+    def collect(self) -> list[Metric]:
         now = time.time()
         families = _new_families()
         for poller in self.pollers:
@@ -128,15 +141,15 @@ class RackCollector:
         return [family for family in families.values() if family.samples]
 
 
-def _new_families():
-    families = {}
+def _new_families() -> Families:
+    families: Families = {}
     for name, (kind, text, labels) in METRICS.items():
         family_class = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
         families[name] = family_class(name, text, labels=list(labels))
     return families
 
 
-def _add_tray(families, tray, burnin):
+def _add_tray(families: Families, tray: TraySample, burnin: TrayBurnin | None) -> None:
     labels = [tray.rack, tray.tray]
     families["opsctl_exporter_up"].add_metric(labels, 1 if tray.up else 0)
     families["opsctl_exporter_xid_watch_errors_total"].add_metric(labels, tray.xid_watch_errors)
@@ -149,7 +162,8 @@ def _add_tray(families, tray, burnin):
         _add_gpu(families, tray, gpu, gpu_burnin, burnin)
 
 
-def _add_gpu(families, tray, gpu, gpu_burnin, burnin):
+def _add_gpu(families: Families, tray: TraySample, gpu: GpuSample, gpu_burnin: GpuBurnin | None,
+             burnin: TrayBurnin | None) -> None:
     identity = gpu.identity
     uuid = (identity.uuid if identity is not None else None) or ""
     labels = [tray.rack, tray.tray, str(gpu.index), uuid]
@@ -158,24 +172,25 @@ def _add_gpu(families, tray, gpu, gpu_burnin, burnin):
     for status in GPU_STATUSES:
         families["opsctl_gpu_status"].add_metric(labels + [status], 1 if gpu.status == status else 0)
     families["opsctl_exporter_collect_errors_total"].add_metric(labels, gpu.collect_errors)
-    if gpu.age_s is not None:
+    reading = gpu.reading  # there is an age exactly when there is a reading; status ok needs one too
+    if gpu.age_s is not None and reading is not None:
         families["opsctl_gpu_reading_age_seconds"].add_metric(labels, gpu.age_s)
-        families["opsctl_exporter_collect_duration_seconds"].add_metric(labels, gpu.reading.read_seconds)
+        families["opsctl_exporter_collect_duration_seconds"].add_metric(labels, reading.read_seconds)
     for code, (count, last_seen) in sorted(gpu.xids.items()):
         families["opsctl_gpu_xid_events_total"].add_metric(labels + [str(code)], count)
         if last_seen is not None:
             families["opsctl_gpu_xid_last_seen_timestamp_seconds"].add_metric(labels + [str(code)], last_seen)
     # A result for another board in this slot (the GPU was swapped since) is not this GPU's.
-    if gpu_burnin is not None and (not uuid or not gpu_burnin.uuid or gpu_burnin.uuid == uuid):
+    if gpu_burnin is not None and burnin is not None and (not uuid or not gpu_burnin.uuid or gpu_burnin.uuid == uuid):
         _add_burnin(families, labels, gpu_burnin, burnin.finished)
-    if gpu.status == "ok":
-        _add_health(families, labels, gpu.reading)
-        _add_links(families, labels, gpu.reading.links, tray.switch_of, gpu.index)
+    if gpu.status == "ok" and reading is not None:
+        _add_health(families, labels, reading)
+        _add_links(families, labels, reading.links, tray.switch_of, gpu.index)
 
 
-def _identity_labels(identity, driver_version):
+def _identity_labels(identity: GpuReading | None, driver_version: str | None) -> list[str]:
     """The values of INFO after GPU's labels; "" for what NVML has not told (yet)."""
-    def of(name):
+    def of(name: str) -> Any:
         return getattr(identity, name, None)
 
     platform = of("platform") or {}
@@ -184,7 +199,7 @@ def _identity_labels(identity, driver_version):
     return ["" if value is None else str(value) for value in values]
 
 
-def _add_burnin(families, labels, result, finished):
+def _add_burnin(families: Families, labels: list[str], result: GpuBurnin, finished: float) -> None:
     for verdict in VERDICT_ORDER:
         families["opsctl_gpu_burnin_verdict"].add_metric(labels + [verdict], 1 if result.verdict == verdict else 0)
     for dtype, flops in sorted(result.gemm_flops.items()):
@@ -194,8 +209,8 @@ def _add_burnin(families, labels, result, finished):
     families["opsctl_gpu_burnin_timestamp_seconds"].add_metric(labels, finished)
 
 
-def _add_health(families, labels, r):
-    def put(name, value, scale=1.0):
+def _add_health(families: Families, labels: list[str], r: GpuReading) -> None:
+    def put(name: str, value: float | None, scale: float = 1.0) -> None:
         if value is not None:
             families[name].add_metric(labels, value * scale)
 
@@ -238,7 +253,7 @@ def _add_health(families, labels, r):
             families["opsctl_gpu_recovery_action"].add_metric(labels + [action], 1 if r.recovery_action == action else 0)
 
 
-def _add_fabric(families, labels, fabric):
+def _add_fabric(families: Families, labels: list[str], fabric: dict[str, Any]) -> None:
     for state in FABRIC_STATES.values():
         families["opsctl_gpu_fabric_state"].add_metric(labels + [state], 1 if fabric["state"] == state else 0)
     for summary in FABRIC_SUMMARIES.values():
@@ -249,7 +264,8 @@ def _add_fabric(families, labels, fabric):
             families["opsctl_gpu_fabric_health_flag"].add_metric(labels + [flag], 1 if value else 0)
 
 
-def _add_links(families, gpu_labels, links, switch_of, gpu_index):
+def _add_links(families: Families, gpu_labels: list[str], links: Sequence[LinkReading],
+               switch_of: dict[tuple[int, int], str], gpu_index: int) -> None:
     up = families["opsctl_nvlink_up"]
     effective_ber = families["opsctl_nvlink_effective_bit_error_ratio"]
     symbol_ber = families["opsctl_nvlink_symbol_bit_error_ratio"]

@@ -10,17 +10,24 @@ without a thread), closes any connection whose client has not sent its whole req
 waits that long on a client that does not read — Prometheus's own default scrape timeout is 10 s.
 """
 
+from __future__ import annotations
+
 import gzip
 import socket
 import threading
 import time
+from collections.abc import Callable, Hashable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from exporters.burnin_results import BurninResults
 from exporters.metrics import RackCollector
+
+if TYPE_CHECKING:
+    from exporters.tray_poller import TrayPoller
 
 MAX_CONNECTIONS = 16
 # Prometheus's default scrape_timeout (prometheus.io, Configuration: scrape_config): a scrape
@@ -33,23 +40,24 @@ BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: cl
 class RenderCache:
     """The latest /metrics text, rendered once per new reading and shared by concurrent scrapes."""
 
-    def __init__(self, registry, version, max_age_s=MAX_RENDER_AGE_S, clock=time.monotonic):
+    def __init__(self, registry: CollectorRegistry, version: Callable[[], Hashable], max_age_s: float = MAX_RENDER_AGE_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = registry
         self.version = version  # () -> a value that changes whenever a poller publishes a reading
         self.max_age_s = max_age_s
         self.clock = clock
         self.renders = 0  # how many times the text was rendered (benchmarks and tests read it)
         self._lock = threading.Lock()
-        self._key = None
-        self._rendered_at = None
+        self._key: Hashable = None
+        self._rendered_at: float | None = None
         self._body = b""
-        self._gzipped = None
+        self._gzipped: bytes | None = None
 
-    def _fresh(self, version):
+    def _fresh(self, version: Hashable) -> bool:
         return self._key == version and self._rendered_at is not None and \
             self.clock() - self._rendered_at < self.max_age_s
 
-    def body(self, gzipped=False):
+    def body(self, gzipped: bool = False) -> bytes:
         with self._lock:  # one render at a time; who waited for it gets its bytes
             version = self.version()
             if not self._fresh(version):
@@ -66,13 +74,14 @@ class RenderCache:
 
 class _MetricsHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request a connection: a connection's time is its request's
+    server: BoundedMetricsServer  # the server that made this handler
 
-    def parse_request(self):
+    def parse_request(self) -> bool:
         parsed = super().parse_request()
         self.server.request_received(self.connection)  # the client sent its request in time; the answer is ours
         return parsed
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         if self.path.split("?")[0] not in ("/", "/metrics"):
             self.send_error(404, "only /metrics is served here")
             return
@@ -86,7 +95,7 @@ class _MetricsHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format, *args):  # scrapes are not worth a line each on stderr
+    def log_message(self, format: str, *args: Any) -> None:  # scrapes are not worth a line each on stderr
         pass
 
 
@@ -96,19 +105,21 @@ class BoundedMetricsServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
 
-    def __init__(self, address, cache, max_connections=MAX_CONNECTIONS, request_timeout_s=REQUEST_TIMEOUT_S):
+    def __init__(self, address: tuple[str, int], cache: RenderCache, max_connections: int = MAX_CONNECTIONS,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.address_family = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM)[0][0]
         self.cache = cache
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
-        self._open = {}  # socket -> the monotonic time its request must have arrived by (None once it has)
+        self._open: dict[socket.socket, float | None] = {}  # socket -> the monotonic time its request must have arrived by (None once it has)
         self._open_lock = threading.Lock()
         self.refused = 0  # connections answered 503 because max_connections were open
         super().__init__(address, _MetricsHandler)
         self._reaper = threading.Thread(target=self._reap, name="exporter-reaper", daemon=True)
         self._reaper.start()
 
-    def process_request(self, request, client_address):
+    # A TCP server's requests are sockets (the supertypes also allow a UDP server's (data, socket)).
+    def process_request(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
         with self._open_lock:
             full = len(self._open) >= self.max_connections
             if not full:
@@ -125,17 +136,17 @@ class BoundedMetricsServer(ThreadingHTTPServer):
         request.settimeout(self.request_timeout_s)  # no single read or write waits longer than the whole
         super().process_request(request, client_address)
 
-    def request_received(self, request):
+    def request_received(self, request: socket.socket) -> None:
         with self._open_lock:
             if request in self._open:
                 self._open[request] = None
 
-    def shutdown_request(self, request):
+    def shutdown_request(self, request: socket.socket) -> None:  # type: ignore[override]  # a TCP socket
         with self._open_lock:
             self._open.pop(request, None)
         super().shutdown_request(request)
 
-    def _reap(self):
+    def _reap(self) -> None:
         """Close connections whose request is late: a client that sends a byte now and then stops here."""
         while True:
             time.sleep(min(1.0, self.request_timeout_s / 4))
@@ -149,14 +160,15 @@ class BoundedMetricsServer(ThreadingHTTPServer):
                     pass
 
     @property
-    def open_connections(self):
+    def open_connections(self) -> int:
         with self._open_lock:
             return len(self._open)
 
 
 class Exporter:
-    def __init__(self, pollers, listen="0.0.0.0", port=9400, burnin_path=None, refresh_s=10.0,
-                 max_connections=MAX_CONNECTIONS, request_timeout_s=REQUEST_TIMEOUT_S):
+    def __init__(self, pollers: Iterable[TrayPoller], listen: str = "0.0.0.0", port: int = 9400,
+                 burnin_path: str | None = None, refresh_s: float = 10.0, max_connections: int = MAX_CONNECTIONS,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.pollers = list(pollers)
         self.listen = listen
         self.requested_port = port
@@ -167,14 +179,14 @@ class Exporter:
         self.cache = RenderCache(self.registry, self._version)
         self.max_connections = max_connections
         self.request_timeout_s = request_timeout_s
-        self._server = None
+        self._server: BoundedMetricsServer | None = None
         self._stop = threading.Event()
 
-    def _version(self):
+    def _version(self) -> tuple[tuple[int, ...], int]:
         """Changes whenever a poller publishes a reading or the burn-in results change."""
         return (tuple(poller.generation for poller in self.pollers), self.burnin.version)
 
-    def start(self):
+    def start(self) -> Exporter:
         """Start reading and serving; OSError when the address cannot be bound."""
         self.burnin.refresh()
         self._server = BoundedMetricsServer((self.listen, self.requested_port), self.cache, self.max_connections,
@@ -186,22 +198,22 @@ class Exporter:
         return self
 
     @property
-    def port(self):
-        return self._server.server_port
+    def port(self) -> int:
+        return self._server.server_port  # type: ignore[union-attr]  # asked once started, as ever
 
     @property
-    def server(self):
+    def server(self) -> BoundedMetricsServer | None:
         return self._server
 
-    def _refresh_burnin(self):
+    def _refresh_burnin(self) -> None:
         while not self._stop.wait(self.refresh_s):
             self.burnin.refresh()
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> bool:
         """Block until stop() (or the timeout); True when stopped."""
         return self._stop.wait(timeout)
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         # Each tray's XID watcher takes up to one poll to notice; let them notice together.
         stopping = [threading.Thread(target=poller.stop) for poller in self.pollers]

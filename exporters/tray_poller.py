@@ -17,16 +17,23 @@ A tray that cannot be opened (NVML not initialised yet, driver gone) shows as do
 reason, and is retried every interval.
 """
 
+from __future__ import annotations
+
 import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from probes.nvml_reader import NvmlReader
 
 from exporters.xid_catalog import XIDS
 from exporters.xid_counts import XidCounts
+
+if TYPE_CHECKING:
+    from probes.nvml_reader import GpuReading
 
 log = logging.getLogger("opsctl.exporter")
 
@@ -39,11 +46,11 @@ class GpuSample:
 
     index: int
     status: str  # one of GPU_STATUSES
-    reading: object  # probes.nvml_reader.GpuReading, or None before the first read
-    identity: object  # the latest reading that carried identity (uuid, serial, …), or None
+    reading: GpuReading | None  # None before the first read
+    identity: GpuReading | None  # the latest reading that carried identity (uuid, serial, …), or None
     age_s: float | None  # seconds since the reading was taken
     collect_errors: int  # reads that hit an NVML error (other than not-supported) or crashed
-    xids: dict  # xid -> (count, last seen unix time or None)
+    xids: dict[int, tuple[int, float | None]]  # xid -> (count, last seen unix time or None)
 
 
 @dataclass(frozen=True)
@@ -54,27 +61,28 @@ class TraySample:
     down_reason: str | None
     expected_gpus: int | None
     visible_gpus: int | None  # what NVML enumerates
-    gpus: tuple  # GpuSample
+    gpus: tuple[GpuSample, ...]
     xid_watch_errors: int
-    switch_of: dict  # (gpu index, port) -> remote switch chip id
+    switch_of: dict[tuple[int, int], str]  # (gpu index, port) -> remote switch chip id
     driver_version: str | None
 
 
 class _GpuSlot:
     """The latest state of one GPU, written by its reader thread only."""
 
-    def __init__(self, index):
+    def __init__(self, index: int) -> None:
         self.index = index
-        self.reading = None
-        self.identity = None
-        self.read_started = None  # time.time() of the read in flight, None between reads
+        self.reading: GpuReading | None = None
+        self.identity: GpuReading | None = None
+        self.read_started: float | None = None  # time.time() of the read in flight, None between reads
         self.collect_errors = 0
-        self.logged = set()
+        self.logged: set[str] = set()
 
 
 class TrayPoller:
-    def __init__(self, rack, tray, nvml, interval_s=10.0, stale_after_s=None, expected_gpus=None,
-                 switch_of=None, down_reason=None):
+    def __init__(self, rack: str, tray: str, nvml: Any, interval_s: float = 10.0, stale_after_s: float | None = None,
+                 expected_gpus: int | None = None, switch_of: dict[tuple[int, int], str] | None = None,
+                 down_reason: str | None = None) -> None:
         self.rack = rack
         self.tray = tray
         self.nvml = nvml
@@ -83,32 +91,32 @@ class TrayPoller:
         self.expected_gpus = expected_gpus
         self.switch_of = dict(switch_of or {})
         self.down_reason = down_reason  # set from the start for a tray known to be unreachable
-        self._reader = None
-        self._xids = None
-        self._driver_version = None
-        self._slots = []
+        self._reader: NvmlReader | None = None
+        self._xids: XidCounts | None = None
+        self._driver_version: str | None = None
+        self._slots: list[_GpuSlot] = []
         self._stop = threading.Event()
-        self._threads = []
+        self._threads: list[threading.Thread] = []
         self._published = itertools.count(1)
         self.generation = 0  # moves on whenever something a scrape shows was published (exporters.server renders then)
 
     # --- life cycle ------------------------------------------------------------------------
-    def start(self):
+    def start(self) -> TrayPoller:
         if self.down_reason is None:
             self._spawn(self._open_and_read, f"tray-{self.tray}")
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         if self._xids is not None:
             self._xids.stop()
 
-    def _spawn(self, target, name, *args):
+    def _spawn(self, target: Callable[..., object], name: str, *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def _open_and_read(self):
+    def _open_and_read(self) -> None:
         while not self._stop.is_set():
             try:
                 self._open()
@@ -121,7 +129,7 @@ class TrayPoller:
         for slot in self._slots:
             self._spawn(self._read_forever, f"gpu-{self.tray}-{slot.index}", slot)
 
-    def _open(self):
+    def _open(self) -> None:
         self.nvml.nvmlInit()
         reader = NvmlReader(self.nvml)
         xids = XidCounts(self.nvml, reader.handles, known_codes=XIDS, workers=reader.workers).start()
@@ -131,13 +139,15 @@ class TrayPoller:
         self.down_reason = None
         self.generation = next(self._published)
 
-    def _read_forever(self, slot):
+    def _read_forever(self, slot: _GpuSlot) -> None:
+        reader = self._reader
+        assert reader is not None  # _open set it before it started any GPU's thread
         while not self._stop.is_set():
             started = time.time()
             slot.read_started = started
             try:
                 # Identity until NVML has given it once; then only what changes.
-                reading = self._reader.read_gpu(slot.index, identity=slot.identity is None)
+                reading = reader.read_gpu(slot.index, identity=slot.identity is None)
                 if reading.uuid is not None:
                     slot.identity = reading
                 if reading.errors and not reading.lost:
@@ -151,13 +161,13 @@ class TrayPoller:
             self.generation = next(self._published)
             self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
 
-    def _log_once(self, slot, message):
+    def _log_once(self, slot: _GpuSlot, message: str) -> None:
         if message not in slot.logged and len(slot.logged) < 100:  # a flood of new messages stops here
             slot.logged.add(message)
             log.warning("%s/%s gpu%d: %s", self.rack, self.tray, slot.index, message)
 
     # --- what a scrape sees --------------------------------------------------------------------
-    def sample(self, now=None):
+    def sample(self, now: float | None = None) -> TraySample:
         now = time.time() if now is None else now
         xids = self._xids.snapshot() if self._xids is not None else {}
         gpus = tuple(self._gpu_sample(slot, now, xids.get(slot.index, {})) for slot in self._slots)
@@ -173,13 +183,13 @@ class TrayPoller:
             driver_version=self._driver_version,
         )
 
-    def _gpu_sample(self, slot, now, xids):
+    def _gpu_sample(self, slot: _GpuSlot, now: float, xids: dict[int, tuple[int, float | None]]) -> GpuSample:
         reading, in_flight = slot.reading, slot.read_started
         age = None if reading is None else max(0.0, now - reading.time)
         if reading is None:
             waited = 0.0 if in_flight is None else now - in_flight
             status = "stale" if waited > self.stale_after_s else "starting"
-        elif age > self.stale_after_s:
+        elif age is not None and age > self.stale_after_s:  # (age is None only without a reading)
             status = "stale"  # the reader thread is stuck in a call
         elif reading.lost:
             status = "lost"

@@ -10,6 +10,8 @@ one the burn-in judge reads too: each XID's tier follows its immediate resolutio
 critical pages, warning needs a look, info is counted and never alerted.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 from probes.xids import rulings
@@ -23,7 +25,7 @@ class Xid:
     runbook: str  # file under runbooks/
 
 
-def _load():
+def _load() -> dict[int, Xid]:
     return {code: Xid(code, ruling.meaning, ruling.alert, ruling.runbook) for code, ruling in rulings().items()}
 
 

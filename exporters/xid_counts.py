@@ -6,32 +6,40 @@ second event of the same code; a counter per code shows every event, `increase()
 and a restart of the exporter is a counter reset Prometheus already understands.
 """
 
+from __future__ import annotations
+
 import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from probes.nvml_reader import XidWatcher
 
+if TYPE_CHECKING:
+    from probes.gpu_deadline import GpuWorkers
+
 
 class XidCounts:
-    def __init__(self, nvml, handles, known_codes=(), poll_ms=200, workers=None):
+    def __init__(self, nvml: Any, handles: Sequence[Any], known_codes: Iterable[int] = (), poll_ms: int = 200,
+                 workers: GpuWorkers | None = None) -> None:
         self._watcher = XidWatcher(nvml, handles, poll_ms=poll_ms, workers=workers)
         self._lock = threading.Lock()
         # (gpu index, xid) -> [count, last seen unix time or None]
-        self._counts = {(gpu, code): [0, None] for gpu in range(len(handles)) for code in known_codes}
+        self._counts: dict[tuple[int, int], list[Any]] = {(gpu, code): [0, None] for gpu in range(len(handles)) for code in known_codes}
         self.watch_errors = 0
         self.unattributed = 0  # events NVML delivered for a device the watcher could not name
 
-    def start(self):
+    def start(self) -> XidCounts:
         self._watcher.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self._watcher.stop()
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self._watcher.alive
 
-    def _take_new(self):
+    def _take_new(self) -> None:
         """Move what the watcher collected since last time into the counts (draining it keeps
         its lists from growing for as long as the exporter runs)."""
         new, errors = self._watcher.drain()
@@ -44,11 +52,11 @@ class XidCounts:
             entry[0] += 1
             entry[1] = event["time"]
 
-    def snapshot(self):
+    def snapshot(self) -> dict[int, dict[int, tuple[int, float | None]]]:
         """{gpu index: {xid: (count, last seen or None)}}; safe to call from any scrape."""
         with self._lock:
             self._take_new()
-            by_gpu = {}
+            by_gpu: dict[int, dict[int, tuple[int, float | None]]] = {}
             for (gpu, code), (count, last) in self._counts.items():
                 by_gpu.setdefault(gpu, {})[code] = (count, last)
             return by_gpu

@@ -5,20 +5,33 @@ For a `sim` rack this compiles the rack's fault scenario (or a healthy one) with
 into the RackSpec the tray-side simulator runs on; trays get it with the probe invocation.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, overload
 
 from opsctl.errors import InputError
 from opsctl.simulation import compile_rack_spec, load_scenario
 from opsctl.simulation.scenario import healthy_scenario
 from opsctl.topology import build_topology
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack
+    from opsctl.topology.graph import Topology
+    from probes.nvml_library import NvmlLibrary
+    from probes.sim.spec import RackSpec  # the simulated rack: other modules name its type from here, the seam
 
-def topology_for(rack):
+# What reads one tray's GPUs (pynvml, or a SimNvml) or None, and why the tray is down if so.
+TrayReader = tuple["NvmlLibrary | None", str | None]
+
+
+def topology_for(rack: Rack) -> Topology:
     return build_topology(rack.name, rack.model, rack.cabling_map)
 
 
-def sim_spec_for(rack, topology=None):
+def sim_spec_for(rack: Rack, topology: Topology | None = None) -> RackSpec | None:
     """The compiled simulator spec of a `sim` rack; None for a rack of real GPUs."""
     if rack.backend != "sim":
         return None
@@ -26,7 +39,11 @@ def sim_spec_for(rack, topology=None):
     return compile_rack_spec(scenario, topology or topology_for(rack))
 
 
-def on_one_timeline(spec):
+@overload
+def on_one_timeline(spec: RackSpec) -> RackSpec: ...
+@overload
+def on_one_timeline(spec: None) -> None: ...
+def on_one_timeline(spec: RackSpec | None) -> RackSpec | None:
     """The spec with its epoch set to now, unless it has one: the trays of one run then share
     a timeline, so a link that drops at t = 32 s drops at the same moment for the GPU tray and
     the switch tray at its two ends, however late each probe process starts."""
@@ -35,7 +52,7 @@ def on_one_timeline(spec):
     return dataclasses.replace(spec, epoch=time.time())
 
 
-def tray_nvml_for(rack, trays, spec):
+def tray_nvml_for(rack: Rack, trays: Sequence[str], spec: RackSpec | None) -> tuple[dict[str, TrayReader], str]:
     """What reads each tray's GPUs in this process (the exporter): tray -> (nvml, down reason).
     On a `sim` rack (`spec` given) one SimNvml per tray over one simulated rack, an unreachable
     tray None with its reason; on real GPUs pynvml for this host's one tray. And which backend."""
@@ -43,7 +60,7 @@ def tray_nvml_for(rack, trays, spec):
         from probes.sim import SimNvml, SimRack
 
         sim_rack = SimRack(spec)
-        readers = {}
+        readers: dict[str, TrayReader] = {}
         for tray in trays:
             unreachable = spec.tray(tray).unreachable
             readers[tray] = (None, "unreachable (simulated fault)") if unreachable else (SimNvml(sim_rack, tray), None)
@@ -51,7 +68,7 @@ def tray_nvml_for(rack, trays, spec):
     return {trays[0]: (_real_nvml(), None)}, "nvml"
 
 
-def _real_nvml():
+def _real_nvml() -> NvmlLibrary:
     """pynvml, once we know its library loads (a driver that is not up yet is retried later)."""
     import pynvml
 

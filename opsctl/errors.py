@@ -1,7 +1,9 @@
-"""The errors every command turns into opsctl's exit codes (README, A tour of the commands).
+"""The errors every command turns into opsctl's exit codes (README, Exit codes).
 
 Code below the CLI raises these; the CLI prints one line on stderr and exits with `exit_code`.
 """
+
+from __future__ import annotations
 
 from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 
@@ -24,6 +26,6 @@ class IncompleteError(OpsctlError):
     exit_code = EXIT_INCOMPLETE
 
 
-def where(path, detail=None):
+def where(path: object, detail: object = None) -> str:
     """'file.yaml' or 'file.yaml: host rack07-ct03' — the prefix of an input error."""
     return f"{path}: {detail}" if detail else str(path)

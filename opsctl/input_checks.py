@@ -11,7 +11,11 @@ a runaway.
 Each refusal is an InputError (exit 2) that the CLI prints as one line.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Collection
+from typing import Any, TypeVar
 
 import click
 
@@ -30,27 +34,30 @@ MAX_SECONDS = 7 * 86400.0
 MAX_CONCURRENCY = 4096
 _SHOWN = 60  # characters of a refused value quoted back in the message
 
+_Document = TypeVar("_Document")
 
-def shown(value):
+
+def shown(value: object) -> str:
     """A refused value as the message quotes it: repr, cut short (a 10 MB string stays one line)."""
     text = repr(value)
     return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}… ({len(text):,} characters)"
 
 
-def kind_of(value):
+def kind_of(value: object) -> str:
     return {dict: "a mapping", list: "a list", str: "text", bool: "true/false", type(None): "nothing"}.get(
         type(value), f"a {type(value).__name__}")
 
 
 # --- numbers ---------------------------------------------------------------------------------
-def _range_text(minimum, maximum, min_open, max_open):
+def _range_text(minimum: float | None, maximum: float | None, min_open: bool, max_open: bool) -> str:
     """'above 0 and at most 604800' — the range in words, as a message says it."""
     low = None if minimum is None else f"{'above' if min_open else 'at least'} {minimum:g}"
     high = None if maximum is None else f"{'below' if max_open else 'at most'} {maximum:g}"
     return " and ".join(part for part in (low, high) if part)
 
 
-def number(value, where, minimum=None, maximum=None, *, integer=False, min_open=False, max_open=False):
+def number(value: Any, where: str, minimum: float | None = None, maximum: float | None = None, *,
+           integer: bool = False, min_open: bool = False, max_open: bool = False) -> Any:
     """`value` if it is a finite number (a whole one if `integer`) in the range; else InputError
     saying the range. Booleans are not numbers (YAML's `yes`)."""
     kind = "a whole number" if integer else "a number"
@@ -66,7 +73,7 @@ def number(value, where, minimum=None, maximum=None, *, integer=False, min_open=
     return value
 
 
-def counter(value, where):
+def counter(value: Any, where: str) -> Any:
     """A count of events (a counter's delta): a finite number in [0, 2**64 − 1]."""
     ok = not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= MAX_COUNTER
     if not ok:  # NaN fails the comparison too
@@ -76,14 +83,14 @@ def counter(value, where):
 
 
 # --- names -----------------------------------------------------------------------------------
-def name(value, where, what="a name"):
+def name(value: object, where: str, what: str = "a name") -> str:
     """Text where a name is expected: a list or a mapping (`opsctl_model: [x]`) is refused."""
     if not isinstance(value, str) or not value:
         raise InputError(f"{where} must be {what} (text), got {kind_of(value)} {shown(value)}")
     return value
 
 
-def one_of(value, choices, where):
+def one_of(value: object, choices: Collection[str], where: str) -> str:
     """`value` if it is one of `choices` (names); a list, a mapping or anything else says the choices."""
     if not isinstance(value, str) or value not in choices:
         raise InputError(f"{where} must be one of {', '.join(sorted(choices))}, got {kind_of(value)} {shown(value)}")
@@ -91,11 +98,11 @@ def one_of(value, choices, where):
 
 
 # --- nesting ---------------------------------------------------------------------------------
-def check_depth(document, source, limit=MAX_DEPTH):
+def check_depth(document: _Document, source: object, limit: int = MAX_DEPTH) -> _Document:
     """Refuse a document nested deeper than `limit`. Walks without recursion, and each list or
     mapping once: a YAML alias repeated a billion times is one object, walked once."""
-    seen = set()
-    stack = [(document, 1)]
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(document, 1)]
     while stack:
         value, depth = stack.pop()
         if not isinstance(value, (dict, list)) or id(value) in seen:
@@ -113,10 +120,11 @@ class FiniteFloat(click.FloatRange):
     """click.FloatRange that also refuses NaN and infinity (which pass its comparisons) and has
     an upper bound by default: a week, for the flags that are seconds."""
 
-    def __init__(self, min=None, max=MAX_SECONDS, min_open=False, max_open=False):
+    def __init__(self, min: float | None = None, max: float | None = MAX_SECONDS, min_open: bool = False,
+                 max_open: bool = False) -> None:
         super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         if isinstance(value, str) and value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
@@ -124,7 +132,7 @@ class FiniteFloat(click.FloatRange):
         return super().convert(value, param, ctx)
 
 
-def seconds(minimum=0.0, min_open=True, maximum=MAX_SECONDS):
+def seconds(minimum: float = 0.0, min_open: bool = True, maximum: float = MAX_SECONDS) -> FiniteFloat:
     """A flag that is a duration in seconds: finite, above `minimum`, at most a week."""
     return FiniteFloat(min=minimum, max=maximum, min_open=min_open)
 

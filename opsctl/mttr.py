@@ -5,13 +5,20 @@ Defaults come from opsctl/data/mttr.yaml (figures and sources in the file); a us
 overrides any key. Localization reads it to say what to do; the TCO reads it to price repairs.
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.input_checks import number
 from opsctl.yaml_input import load_yaml_file, require_mapping
+
+if TYPE_CHECKING:
+    from opsctl.topology.graph import Component, Topology
 
 DEFAULT_MTTR_CONFIG = Path(__file__).resolve().parent / "data" / "mttr.yaml"
 MTTR_CONFIG_ENV = "OPSCTL_MTTR_CONFIG"
@@ -24,11 +31,11 @@ class RepairAction:
     name: str
     action: str
     out_of_service: str  # gpu | compute_tray | server | rack
-    hours: dict  # step -> hours
+    hours: dict[str, float]  # step -> hours
     source: str
 
     @property
-    def mttr_hours(self):
+    def mttr_hours(self) -> float:
         return sum(self.hours.values())
 
 
@@ -41,22 +48,22 @@ class Repair:
     action: RepairAction
     gpus_idled: int
     gpus_lost_to_training: int  # beyond the spares: GPUs a training job cannot cover
-    gpu_ids: frozenset = frozenset()  # the GPUs out of service while it lasts
+    gpu_ids: frozenset[str] = frozenset()  # the GPUs out of service while it lasts
 
     @property
-    def mttr_hours(self):
+    def mttr_hours(self) -> float:
         return self.action.mttr_hours
 
 
 @dataclass(frozen=True)
 class MttrModel:
-    actions: dict  # name -> RepairAction
-    parts: dict  # part kind (or kind@parent kind) -> action name
-    models: dict  # rack model -> {part kind: action name}
-    spares: dict  # rack model -> {"train_gpus", "spare_gpus"}
+    actions: dict[str, RepairAction]  # name -> RepairAction
+    parts: dict[str, str]  # part kind (or kind@parent kind) -> action name
+    models: dict[str, dict[str, str]]  # rack model -> {part kind: action name}
+    spares: dict[str, dict[str, int]]  # rack model -> {"train_gpus", "spare_gpus"}
     source: str
 
-    def action_for(self, kind, model_name, context=None):
+    def action_for(self, kind: str, model_name: str, context: str | None = None) -> RepairAction:
         """The action for a part kind; `context` picks a `kind@context` entry first (a
         connector's tray kind; for a GPU, `reset` or `rma` as its XIDs call for)."""
         overrides = self.models.get(model_name, {})
@@ -69,7 +76,7 @@ class MttrModel:
                 return self.actions[self.parts[key]]
         raise InputError(f"{self.source}: no repair action for part kind {kind!r}")
 
-    def repair(self, component_id, topology, context=None):
+    def repair(self, component_id: str, topology: Topology, context: str | None = None) -> Repair:
         """The repair of a component of `topology` (a Topology). `context`: see action_for;
         a connector's defaults to the kind of tray it sits in."""
         component = topology.components[component_id]
@@ -80,10 +87,10 @@ class MttrModel:
         spare = self.spares.get(topology.model.name, {}).get("spare_gpus", 0)
         return Repair(component_id, component.kind, action, len(out), max(0, len(out) - spare), frozenset(out))
 
-    def together(self, repairs, topology):
+    def together(self, repairs: Sequence[Repair], topology: Topology) -> dict[str, Any]:
         """What a rack's concurrent repairs take out of service together, against its spares:
         GPUs idled by one repair and by another are counted once."""
-        out = set().union(*(repair.gpu_ids for repair in repairs)) if repairs else set()
+        out: set[str] = set().union(*(repair.gpu_ids for repair in repairs)) if repairs else set()
         layout = self.spares.get(topology.model.name, {})
         spare, train = layout.get("spare_gpus", 0), layout.get("train_gpus", topology.model.gpus)
         lost = max(0, len(out) - spare)
@@ -102,7 +109,7 @@ class MttrModel:
                           "the 64-of-72 practice: docs/sources.md)"}
 
 
-def gpus_out(scope, component, topology):
+def gpus_out(scope: str, component: Component, topology: Topology) -> set[str]:
     """The GPU ids a repair of `component` with this out-of-service scope idles."""
     model, rack = topology.model, topology.rack
     trays = {model.gpu_id(rack, index): model.gpu_tray(index) for index in range(model.gpus)}
@@ -120,18 +127,18 @@ def gpus_out(scope, component, topology):
     return {gpu for gpu, tray in trays.items() if tray in held}
 
 
-def gpus_idled(scope, component, topology):
+def gpus_idled(scope: str, component: Component, topology: Topology) -> int:
     return len(gpus_out(scope, component, topology))
 
 
-def _merge(base, override):
+def _merge(base: dict[Any, Any], override: dict[Any, Any]) -> dict[Any, Any]:
     merged = dict(base)
     for key, value in override.items():
         merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
     return merged
 
 
-def load_mttr_model(path=None):
+def load_mttr_model(path: str | Path | None = None) -> MttrModel:
     """The default model, with the user's file (path, else $OPSCTL_MTTR_CONFIG) laid over it."""
     data = require_mapping(load_yaml_file(DEFAULT_MTTR_CONFIG), DEFAULT_MTTR_CONFIG)
     path = path or os.environ.get(MTTR_CONFIG_ENV)
@@ -142,11 +149,11 @@ def load_mttr_model(path=None):
     return _parse(data, source)
 
 
-def _parse(data, source):
+def _parse(data: dict[Any, Any], source: str) -> MttrModel:
     unknown = set(data) - {"version", "spares", "actions", "parts", "models"}
     if unknown:
         raise InputError(f"{source}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-    actions = {}
+    actions: dict[str, RepairAction] = {}
     for name, raw in (data.get("actions") or {}).items():
         if not isinstance(raw, dict):
             raise InputError(f"{source}: actions.{name} must be a mapping")
@@ -167,9 +174,9 @@ def _parse(data, source):
         for kind, action in mapping.items():
             if action not in actions:
                 raise InputError(f"{source}: {where}.{kind}: unknown action {action!r} (known: {', '.join(sorted(actions))})")
-    spares = {}
+    spares: dict[str, dict[str, int]] = {}
     for model, raw in (data.get("spares") or {}).items():
-        if not isinstance(raw, dict) or not all(isinstance(raw.get(k), int) and raw.get(k) >= 0 for k in ("train_gpus", "spare_gpus")):
+        if not isinstance(raw, dict) or not all(isinstance(count := raw.get(k), int) and count >= 0 for k in ("train_gpus", "spare_gpus")):
             raise InputError(f"{source}: spares.{model} needs whole numbers train_gpus and spare_gpus")
         spares[model] = dict(raw)
     return MttrModel(actions, parts, models, spares, source)

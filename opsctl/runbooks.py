@@ -12,8 +12,11 @@ triage output, alerts and tests can link the right one.
     ---
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from functools import lru_cache
+from collections.abc import Iterable
 from pathlib import Path
 
 from opsctl.errors import InputError
@@ -27,15 +30,15 @@ FRONT_MATTER_KEYS = {"title", "kinds", "xids", "alerts", "action", "expected_hou
 class Runbook:
     path: str  # as linked: runbooks/<file>.md
     title: str
-    kinds: tuple
-    xids: tuple
-    alerts: tuple
+    kinds: tuple[str, ...]
+    xids: tuple[int, ...]
+    alerts: tuple[str, ...]
     action: str
     expected_hours: float
-    sources: tuple
+    sources: tuple[str, ...]
 
 
-def parse_runbook(text, path):
+def parse_runbook(text: str, path: str | Path) -> Runbook:
     """The Runbook described by a Markdown file's front matter."""
     if not text.startswith("---\n"):
         raise InputError(f"{path}: a runbook starts with YAML front matter between '---' lines")
@@ -65,7 +68,7 @@ def parse_runbook(text, path):
 
 
 @lru_cache(maxsize=4)
-def load_runbooks(directory=RUNBOOK_DIR):
+def load_runbooks(directory: str | Path = RUNBOOK_DIR) -> tuple[Runbook, ...]:
     """Every runbook of the directory (none when it is not there, as in a bare wheel install)."""
     directory = Path(directory)
     if not directory.is_dir():
@@ -74,7 +77,8 @@ def load_runbooks(directory=RUNBOOK_DIR):
                  for path in sorted(directory.glob("*.md")) if path.name != "README.md")
 
 
-def runbook_for(kind=None, xids=(), alert=None, directory=RUNBOOK_DIR):
+def runbook_for(kind: str | None = None, xids: Iterable[int] = (), alert: str | None = None,
+                directory: str | Path = RUNBOOK_DIR) -> str | None:
     """The runbook path for an alert, else the first of `xids` that has one, else a fault or
     part kind; None when nothing covers it."""
     runbooks = load_runbooks(directory)

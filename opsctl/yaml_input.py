@@ -5,8 +5,11 @@ must be refused instead, so this loader rejects duplicate keys and names the lin
 JSON documents are refused when nested deeper than any opsctl format goes (input_checks).
 """
 
+from __future__ import annotations
+
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -18,8 +21,8 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate mapping keys."""
 
 
-def _construct_mapping(loader, node, deep=False):
-    seen = {}
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         try:
@@ -39,7 +42,7 @@ def _construct_mapping(loader, node, deep=False):
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def parse_yaml(text, source):
+def parse_yaml(text: str, source: object) -> Any:
     """Parse YAML text; any syntax or duplicate-key error becomes an InputError naming `source`."""
     try:
         return check_depth(yaml.load(text, Loader=_StrictLoader), source)  # noqa: S506 - a SafeLoader subclass
@@ -59,7 +62,7 @@ def parse_yaml(text, source):
         raise InputError(f"{source}: nested too deeply to read") from None
 
 
-def parse_json(text, source):
+def parse_json(text: str, source: object) -> Any:
     """Parse JSON text; a syntax error, a number too long to read (Python's 4,300-digit limit) or
     nesting too deep becomes an InputError naming `source` and, where known, the line."""
     try:
@@ -78,7 +81,7 @@ def parse_json(text, source):
 MAX_WRITTEN_BYTES = 4 * 2**20
 
 
-def load_yaml_file(path, max_bytes=None):
+def load_yaml_file(path: str | Path, max_bytes: int | None = None) -> Any:
     """Read and parse a YAML or JSON file; a missing or unreadable file, or one over `max_bytes`,
     is an InputError."""
     path = Path(path)
@@ -95,7 +98,7 @@ def load_yaml_file(path, max_bytes=None):
     return parse_yaml(text, path)
 
 
-def require_mapping(value, source):
+def require_mapping(value: object, source: object) -> dict[Any, Any]:
     """The top of every input file is a mapping; say so plainly when it is not."""
     if not isinstance(value, dict):
         kind = "empty" if value is None else f"a {type(value).__name__}"

@@ -1,14 +1,17 @@
 """`python -m probes run|snapshot|collective|imex`: the tray probe's command line (docs/probe-output.md).
 
-Prints one JSON document (`--json`) or a short summary, and exits with opsctl's exit codes (README, A tour of the commands):
+Prints one JSON document (`--json`) or a short summary, and exits with opsctl's exit codes (README, Exit codes):
 0 every check passed, 1 a check failed, 2 bad usage or no NVML library, 3 incomplete.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
 import math
 import os
 import sys
+from typing import Any, NoReturn, TextIO
 
 from probes.backend import BackendError, open_backend
 from probes.exit_codes import EXIT_INCOMPLETE, EXIT_USAGE
@@ -21,12 +24,12 @@ from probes.snapshot import take_snapshot, take_switch_snapshot
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit 2 as opsctl's exit codes promise."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"probes: {message} (see: {self.prog} --help)\n")  # prog: "python -m probes [run]"
         sys.exit(EXIT_USAGE)
 
 
-def positive(text):
+def positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -36,7 +39,7 @@ def positive(text):
     return value
 
 
-def gemm_size(text):
+def gemm_size(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -46,7 +49,7 @@ def gemm_size(text):
     return value
 
 
-def probe_list(text):
+def probe_list(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in PROBES]
     if unknown or not names:
@@ -54,7 +57,7 @@ def probe_list(text):
     return names
 
 
-def backend_options(parser):
+def backend_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("nvml", "sim"), default="nvml",
                         help="nvml: the real GPUs (default); sim: the built-in simulator")
     parser.add_argument("--sim-spec", metavar="FILE|-", help="the simulator spec (`opsctl sim spec RACK`); - reads stdin")
@@ -65,13 +68,13 @@ def backend_options(parser):
                              "--sim-spec - the spec is then the first line of stdin")
 
 
-def build_parser():
+def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m probes", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = commands.add_parser("run", help="burn in this tray and judge it")
     backend_options(run)
     run.add_argument("--duration", type=positive, default=DEFAULT_DURATION_S, metavar="S",
-                     help="seconds of load in all, shared 4:1:1 by gemm, membw, nvlink (default 60)")
+                     help="seconds of load in all, shared 4:1:1:1 by gemm, membw, nvlink, pulse (default 60)")
     run.add_argument("--probes", type=probe_list, default=PROBES, metavar="LIST",
                      help=f"comma-separated, of {','.join(PROBES)} (default: all)")
     run.add_argument("--timeout", type=positive, metavar="S",
@@ -91,7 +94,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None, stdin=None):
+def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> tuple[int, bool]:
     """Run the command; returns (exit code, whether a probe thread was left hanging)."""
     args = build_parser().parse_args(argv)
     command = {"run": run_command, "snapshot": snapshot_command, "collective": collective_command,
@@ -111,7 +114,7 @@ def main(argv=None, stdin=None):
         return EXIT_INCOMPLETE, False
 
 
-def run_command(args, stdin):
+def run_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
     run = None
     try:
@@ -125,13 +128,14 @@ def run_command(args, stdin):
             backend.close()
 
 
-def snapshot_command(args, stdin):
+def snapshot_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
     hung = False
     try:
         if backend.switch is not None:
             document = take_switch_snapshot(backend.switch, args.window, clock=backend.clock, tray=backend.tray)
         else:
+            assert backend.nvml is not None  # open_backend gives a GPU tray its NVML, a switch tray its reader
             document = take_snapshot(backend.nvml, args.window, clock=backend.clock, tray=backend.tray)
         # A GPU named hung left a call stuck in the driver: no shutdown under it, the process just ends.
         hung = any(c.get("check") == "gpu.hung" for gpu in document["gpus"] for c in gpu.get("failed_checks", []))
@@ -142,7 +146,7 @@ def snapshot_command(args, stdin):
             backend.close()
 
 
-def collective_command(args, stdin):
+def collective_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
     from probes.collective import run_collective
 
     document, code = run_collective(args, stdin)
@@ -150,7 +154,7 @@ def collective_command(args, stdin):
     return code, False
 
 
-def imex_command(args, stdin):
+def imex_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
     from probes.imex import imex_document
 
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
@@ -164,7 +168,7 @@ def imex_command(args, stdin):
         backend.close()
 
 
-def emit(document, as_json):
+def emit(document: dict[str, Any], as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(document, indent=1, default=str) + "\n")
         return

@@ -6,14 +6,22 @@ the simulator from real GPUs apart (`--backend sim|nvml`). Everything above it i
 - sim: the simulated rack of a RackSpec (what `opsctl sim spec RACK` writes), one tray of it.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from probes.switch_reader import NvosSwitchReader, SimSwitchReader
+
+if TYPE_CHECKING:
+    from probes.compute import ComputeDevice
+    from probes.nvml_library import NvmlLibrary
+    from probes.sim import RackSpec
+    from probes.sim.clock import Clock
 
 SIM_HINT = "run with --backend sim --sim-spec FILE --tray NAME to use the simulator"
 SWITCH_TRAY = re.compile(r"st\d+")
@@ -22,7 +30,7 @@ SWITCH_TRAY = re.compile(r"st\d+")
 class BackendError(Exception):
     """The probe cannot start: one line for stderr, and the exit code it means."""
 
-    def __init__(self, message, exit_code=2):
+    def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -31,15 +39,15 @@ class BackendError(Exception):
 class TrayBackend:
     kind: str  # "sim" or "nvml"
     tray: str | None
-    nvml: Any  # pynvml or a SimNvml, initialised; None on a switch tray
-    clock: Any  # now() and sleep(): wall time, or the simulator's
-    switch: Any = None  # a switch reader on a switch tray
-    open_devices: Callable[[], dict] = field(default=lambda: {})  # {nvml index: compute device}
+    nvml: NvmlLibrary | None  # pynvml or a SimNvml, initialised; None on a switch tray
+    clock: Clock  # wall time, or the simulator's
+    switch: SimSwitchReader | NvosSwitchReader | None = None  # a switch reader on a switch tray
+    open_devices: Callable[[], dict[int, ComputeDevice]] = field(default=lambda: {})  # {nvml index: compute device}
     # The kernel log since a clock time: (lines, None), or ([], why it cannot be read).
-    kernel_log: Callable[[float], tuple] = field(default=lambda since: ([], "no kernel log on this backend"))
-    imex: Callable[[], dict] | None = None  # the tray's IMEX service and channels (probes/imex.py)
+    kernel_log: Callable[[float], tuple[list[str], str | None]] = field(default=lambda since: ([], "no kernel log on this backend"))
+    imex: Callable[[], dict[str, Any]] | None = None  # the tray's IMEX service and channels (probes/imex.py)
 
-    def close(self):
+    def close(self) -> None:
         if self.nvml is not None:
             try:
                 self.nvml.nvmlShutdown()
@@ -47,7 +55,7 @@ class TrayBackend:
                 pass
 
 
-def open_backend(kind, sim_spec=None, tray=None, stdin=None):
+def open_backend(kind: str, sim_spec: str | None = None, tray: str | None = None, stdin: TextIO | None = None) -> TrayBackend:
     if kind == "sim":
         return _open_sim(sim_spec, tray, stdin or sys.stdin)
     if kind == "nvml":
@@ -56,7 +64,7 @@ def open_backend(kind, sim_spec=None, tray=None, stdin=None):
 
 
 # --- the simulator ---------------------------------------------------------------------------------
-def read_spec(sim_spec, stdin):
+def read_spec(sim_spec: str, stdin: TextIO) -> RackSpec:
     """The RackSpec in a file, or on stdin for `-`."""
     from probes.sim import RackSpec
 
@@ -72,7 +80,7 @@ def read_spec(sim_spec, stdin):
         raise BackendError(f"{where}: not a simulator spec: {error}") from None
 
 
-def _open_sim(sim_spec, tray, stdin):
+def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBackend:
     if not sim_spec or not tray:
         raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
     spec = read_spec(sim_spec, stdin)
@@ -99,7 +107,7 @@ def _open_sim(sim_spec, tray, stdin):
 
 
 # --- real GPUs ---------------------------------------------------------------------------------------
-def _open_nvml(tray):
+def _open_nvml(tray: str | None) -> TrayBackend:
     from probes.sim.clock import WallClock
 
     if tray and SWITCH_TRAY.fullmatch(tray):
@@ -123,7 +131,7 @@ def _open_nvml(tray):
                        kernel_log=read_kernel_log, imex=read_host_imex)
 
 
-def _cuda_devices(nvml):
+def _cuda_devices(nvml: NvmlLibrary) -> dict[int, ComputeDevice]:
     """{NVML index: TorchDevice}, matched by GPU UUID (CUDA may number GPUs differently)."""
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # NVML's order, where UUIDs are not given
     try:
@@ -136,22 +144,22 @@ def _cuda_devices(nvml):
                            "--probes counters reads NVML alone")
     from probes.compute.torch_device import TorchDevice
 
-    by_uuid = {}
+    by_uuid: dict[str, int] = {}
     for cuda_index in range(torch.cuda.device_count()):
         uuid = getattr(torch.cuda.get_device_properties(cuda_index), "uuid", None)
         if uuid is not None:
             by_uuid[_uuid_key(uuid)] = cuda_index
-    devices = {}
+    devices: dict[int, ComputeDevice] = {}
     for index in range(nvml.nvmlDeviceGetCount()):
         try:
             uuid = _uuid_key(nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetHandleByIndex(index)))
         except nvml.NVMLError:
             continue  # a GPU NVML cannot name is judged from its NVML reading (lost)
-        cuda_index = by_uuid.get(uuid, index if not by_uuid and index < torch.cuda.device_count() else None)
-        if cuda_index is not None:
-            devices[index] = TorchDevice(f"cuda:{cuda_index}")
+        match = by_uuid.get(uuid, index if not by_uuid and index < torch.cuda.device_count() else None)
+        if match is not None:
+            devices[index] = TorchDevice(f"cuda:{match}")
     return devices
 
 
-def _uuid_key(uuid):
+def _uuid_key(uuid: object) -> str:
     return str(uuid).lower().removeprefix("gpu-").replace("-", "")

@@ -23,16 +23,27 @@ stands for a tray's GPUs, the collectives really run over gloo at small size and
 and the time is modelled from the rack's links for the size asked.
 """
 
+from __future__ import annotations
+
 import datetime
 import multiprocessing
 import queue
 import re
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
 
 from probes.backend import BackendError, read_spec
 from probes.judge import check, load_references
 from probes.snapshot import FORMAT
+
+if TYPE_CHECKING:
+    import argparse
+
+    from probes.compute import CollectiveDevice
+    from probes.judge import References
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 OPERATIONS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
@@ -52,7 +63,7 @@ _VIA = re.compile(r"via (P2P|SHM|NET|COLLNET|PSM_P2P)(?:/(\w+))?")
 _NVLS = re.compile(r"NVLS multicast support is available")
 
 
-def parse_sizes(text):
+def parse_sizes(text: object) -> list[int]:
     sizes = []
     for item in str(text).split(","):
         match = _SIZE.fullmatch(item.strip())
@@ -64,18 +75,18 @@ def parse_sizes(text):
     return sorted(set(sizes))
 
 
-def size_label(nbytes):
+def size_label(nbytes: int) -> str:
     for unit in ("G", "M", "K"):
         if nbytes >= _UNITS[unit] and nbytes % _UNITS[unit] == 0:
             return f"{nbytes // _UNITS[unit]}{unit}"
     return f"{nbytes}B"
 
 
-def busbw(op, algbw, n):
+def busbw(op: str, algbw: float, n: int) -> float:
     return algbw * BUS_FACTORS[op](n) if n > 1 else algbw
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job-trays", metavar="LIST", help="every tray of the job, in order (ct01,ct02,…); this tray's "
                         "place is its --tray's position (else --node-rank)")
     parser.add_argument("--node-rank", type=int, default=0, metavar="K", help="this tray's place in the job, 0…nodes-1")
@@ -118,13 +129,13 @@ class JobPlan:
     debug_dir: str | None = None  # where NCCL writes its INFO lines (GPUs)
 
     @property
-    def world(self):
+    def world(self) -> int:
         return len(self.trays) * self.local_ranks
 
-    def tray_of(self, rank):
+    def tray_of(self, rank: int) -> str:
         return self.trays[rank // self.local_ranks]
 
-    def gpus(self, ranks):
+    def gpus(self, ranks: Sequence[int]) -> int:
         return len(ranks) * self.gpus_per_rank
 
 
@@ -144,7 +155,7 @@ class RankReport:
     gpu_name: str | None = None
 
 
-def run_collective(args, stdin=None):
+def run_collective(args: argparse.Namespace, stdin: TextIO | None = None) -> tuple[dict[str, Any], int]:
     """(document, exit code) for this tray."""
     trays, node_rank = _job_trays(args)
     sizes = [int(args.size_mb * 2**20)] if args.size_mb else parse_sizes(args.sizes)
@@ -172,7 +183,7 @@ def run_collective(args, stdin=None):
         return _judge(document, refs)
     first = node_rank * local
     if local == 1:  # one rank: run it here, without starting (and importing torch in) another process
-        results = queue.Queue()
+        results: queue.Queue[RankReport] = queue.Queue()
         rank_main(plan, first, 0, results)
         reports = [results.get()]
     else:
@@ -181,7 +192,7 @@ def run_collective(args, stdin=None):
     return _judge(document, refs)
 
 
-def _job_trays(args):
+def _job_trays(args: argparse.Namespace) -> tuple[list[str], int]:
     if args.job_trays:
         trays = [t.strip() for t in args.job_trays.split(",") if t.strip()]
         if not args.tray or args.tray not in trays:
@@ -197,12 +208,12 @@ def _job_trays(args):
     return trays, args.node_rank
 
 
-def _open_job_devices(args, stdin, tray):
+def _open_job_devices(args: argparse.Namespace, stdin: TextIO | None, tray: str) -> tuple[tuple[Any, ...], int, int, dict[str, Any]]:
     """(device recipe, processes on this tray, GPUs each stands for, {sku, debug_dir, error})."""
     if args.backend == "sim":
         if not args.sim_spec or not args.tray:
             raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
-        spec = read_spec(args.sim_spec, stdin)
+        spec = read_spec(args.sim_spec, stdin or sys.stdin)
         try:
             tray_spec = spec.tray(args.tray)
         except KeyError:
@@ -226,12 +237,12 @@ def _open_job_devices(args, stdin, tray):
     return ("cuda",), local, 1, {"sku": _sku_of(torch.cuda.get_device_name(0)), "debug_dir": nccl_debug_dir()}
 
 
-def _sku_of(gpu_name):
+def _sku_of(gpu_name: str) -> str | None:
     refs = load_references(gpu_name)
     return (refs.sku or {}).get("sku")
 
 
-def _spawn_ranks(plan, first_rank, local):
+def _spawn_ranks(plan: JobPlan, first_rank: int, local: int) -> list[RankReport]:
     """One process per local rank; their reports, as many as came back in time."""
     context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
     results = context.Queue()
@@ -240,7 +251,7 @@ def _spawn_ranks(plan, first_rank, local):
         worker.start()
     limit = plan.rendezvous_timeout_s + plan.op_timeout_s * (len(plan.sizes) * len(plan.operations) + 8) + 60
     deadline = time.monotonic() + limit
-    reports = []
+    reports: list[RankReport] = []
     while len(reports) < local and time.monotonic() < deadline:
         try:
             reports.append(results.get(timeout=1))
@@ -257,7 +268,7 @@ def _spawn_ranks(plan, first_rank, local):
 
 
 # --- one rank ------------------------------------------------------------------------------------------
-def rank_main(plan, rank, local_rank, results):
+def rank_main(plan: JobPlan, rank: int, local_rank: int, results: Any) -> None:
     """One rank of the job, in its own process (or the tray's, when it is its only one)."""
     report = RankReport(rank=rank, tray=plan.tray_of(rank))
     try:
@@ -267,7 +278,7 @@ def rank_main(plan, rank, local_rank, results):
     results.put(report)
 
 
-def _open_device(plan, local_rank):
+def _open_device(plan: JobPlan, local_rank: int) -> CollectiveDevice:
     if plan.device[0] == "sim":
         from probes.sim import SimRack
         from probes.sim.collective import SimCollectiveDevice
@@ -279,12 +290,12 @@ def _open_device(plan, local_rank):
 
 
 class _Rank:
-    def __init__(self, plan, rank, local_rank, report):
+    def __init__(self, plan: JobPlan, rank: int, local_rank: int, report: RankReport) -> None:
         self.plan, self.rank, self.report = plan, rank, report
         self.local_rank = local_rank
         self.step = 0
 
-    def run(self):
+    def run(self) -> None:
         import torch
         import torch.distributed as dist
 
@@ -308,7 +319,7 @@ class _Rank:
             try:
                 self._sweep()
                 if plan.bisect_bytes:
-                    self._bisect()
+                    self._bisect(plan.bisect_bytes)
                 self.report.nccl_lines = self.device.nccl_lines(self.rank, plan.world)
             finally:
                 dist.destroy_process_group()
@@ -316,7 +327,7 @@ class _Rank:
             self._leave()
 
     # --- rendezvous: every rank says it is here; the ones that never say so are named -------------------
-    def _join(self):
+    def _join(self) -> None:
         plan = self.plan
         self.store.set(f"joined/{self.rank}", self.report.tray)
         deadline = time.monotonic() + plan.rendezvous_timeout_s
@@ -330,7 +341,7 @@ class _Rank:
             time.sleep(0.05)
         self.report.joined = True
 
-    def _leave(self):
+    def _leave(self) -> None:
         """The first rank holds the rendezvous: it waits (a while) for the others to finish with it."""
         try:
             self.store.set(f"left/{self.rank}", "1")
@@ -343,7 +354,7 @@ class _Rank:
             pass  # the store's host is gone: nothing left to wait for
 
     # --- the collectives ---------------------------------------------------------------------------------
-    def _collective(self, op, nbytes, group=None, ranks=None):
+    def _collective(self, op: str, nbytes: int, group: Any = None, ranks: list[int] | None = None) -> tuple[float, bool]:
         """Run `op` on buffers of `nbytes` (as the device moves them): verify one call, time
         `iterations` more. (seconds for the iterations, verified)."""
         torch, plan = self.torch, self.plan
@@ -380,7 +391,7 @@ class _Rank:
         seconds = self.device.collective_seconds(op, nbytes, trays, plan.gpus(ranks), plan.iterations, measured)
         return seconds, verified
 
-    def _call(self, op, send, recv, group):
+    def _call(self, op: str, send: Any, recv: Any, group: Any) -> None:
         dist = self.dist
         self._arrive()
         if op == "all_reduce":
@@ -393,17 +404,17 @@ class _Rank:
             work = dist.all_to_all_single(recv, send, group=group, async_op=True)
         work.wait(timeout=datetime.timedelta(seconds=self.plan.op_timeout_s))
 
-    def _arrive(self):
+    def _arrive(self) -> None:
         """Say this rank reached the next collective (a hung GPU never does: it blocks here)."""
         self.device.before_collective()
         self.step += 1
         self.store.set(f"arrived/{self.step}/{self.rank}", "1")
 
-    def _not_arrived(self, ranks):
+    def _not_arrived(self, ranks: Sequence[int]) -> list[str]:
         return sorted({self.plan.tray_of(r) for r in ranks if not self.store.check([f"arrived/{self.step}/{r}"])},
                       key=self.plan.trays.index)
 
-    def _guarded(self, op, nbytes, **kwargs):
+    def _guarded(self, op: str, nbytes: int, **kwargs: Any) -> tuple[float, bool]:
         try:
             return self._collective(op, nbytes, **kwargs)
         except Exception as error:
@@ -416,7 +427,7 @@ class _Rank:
                                  f"({str(error).splitlines()[0][:160]}){late}")
             raise
 
-    def _sweep(self):
+    def _sweep(self) -> None:
         torch, dist = self.torch, self.dist
         for op in self.plan.operations:
             for nbytes in self.plan.sizes:
@@ -429,26 +440,26 @@ class _Rank:
         self.report.job_seconds = [float(t) for t in times.cpu()]
 
     # --- bisection: halves of the trays at once, then halves of the slower half -------------------------
-    def _bisect(self):
+    def _bisect(self, nbytes: int) -> None:
         torch, dist, plan = self.torch, self.dist, self.plan
         candidates = list(range(len(plan.trays)))
         while len(candidates) > 1:
             halves = [candidates[: len(candidates) // 2], candidates[len(candidates) // 2:]]
-            groups = []
+            groups: list[tuple[list[int], Any]] = []
             for half in halves:
                 ranks = [node * plan.local_ranks + i for node in half for i in range(plan.local_ranks)]
                 groups.append((ranks, dist.new_group(ranks)))  # every rank creates every group, in order
             times = torch.zeros(2, dtype=torch.float64, device=self.device.torch_device)
             for index, (ranks, group) in enumerate(groups):
                 if self.rank in ranks:
-                    seconds, _ = self._guarded("all_reduce", plan.bisect_bytes, group=group, ranks=ranks)
+                    seconds, _ = self._guarded("all_reduce", nbytes, group=group, ranks=ranks)
                     times[index] = seconds
             self._arrive()
             dist.all_reduce(times, op=dist.ReduceOp.MAX)
-            found = []
+            found: list[dict[str, Any]] = []
             for half, (ranks, _), seconds in zip(halves, groups, times.cpu().tolist()):
                 n = plan.gpus(ranks)
-                algbw = plan.bisect_bytes * plan.iterations / seconds / 1e9 if seconds > 0 else 0.0
+                algbw = nbytes * plan.iterations / seconds / 1e9 if seconds > 0 else 0.0
                 found.append({"trays": [plan.trays[k] for k in half], "gpus": n,
                               "busbw_gbps": _figure(busbw("all_reduce", algbw, n))})
             slower = slower_half(found[0]["busbw_gbps"], found[1]["busbw_gbps"], plan.bisect_margin_pct)
@@ -458,11 +469,11 @@ class _Rank:
             candidates = halves[slower]
 
 
-def _figure(value):
+def _figure(value: float) -> float:
     return float(f"{value:.4g}")
 
 
-def slower_half(busbw_a, busbw_b, margin_pct):
+def slower_half(busbw_a: float, busbw_b: float, margin_pct: float) -> int | None:
     """0 or 1: the half whose bus bandwidth is more than margin_pct below the other's; None
     when neither is (the domain is alike, or alike slow: not one tray's doing)."""
     fast = max(busbw_a, busbw_b)
@@ -474,10 +485,10 @@ def slower_half(busbw_a, busbw_b, margin_pct):
     return None
 
 
-def nccl_paths(lines):
+def nccl_paths(lines: list[str]) -> dict[str, Any]:
     """{"paths": {"P2P/MNNVL": count, "NET/IB": count, …}, "nvls": bool}: which transports NCCL's
     channels took, from its INFO lines."""
-    paths = {}
+    paths: dict[str, int] = {}
     for line in lines:
         for kind, detail in _VIA.findall(line):
             key = f"{kind}/{detail}" if detail else kind
@@ -486,11 +497,11 @@ def nccl_paths(lines):
 
 
 # --- the tray's document -------------------------------------------------------------------------------
-def _combine(plan, node_rank, reports):
+def _combine(plan: JobPlan, node_rank: int, reports: list[RankReport]) -> dict[str, Any]:
     """This tray's document fields from its ranks' reports."""
     mine = [asdict(r) for r in reports]
     errors = [f"rank {r.rank}: {r.error}" for r in reports if r.error]
-    found = {"ranks": [{k: r[k] for k in ("rank", "tray", "joined", "error")} for r in mine],
+    found: dict[str, Any] = {"ranks": [{k: r[k] for k in ("rank", "tray", "joined", "error")} for r in mine],
              "gpu_name": next((r.gpu_name for r in reports if r.gpu_name), None),
              "not_joined": sorted({t for r in reports for t in r.not_joined}, key=plan.trays.index),
              "not_arrived": sorted({t for r in reports for t in r.not_arrived}, key=plan.trays.index),
@@ -515,7 +526,7 @@ def _combine(plan, node_rank, reports):
     return found
 
 
-def _judge(document, refs):
+def _judge(document: dict[str, Any], refs: References) -> tuple[dict[str, Any], int]:
     """The tray's checks: its ranks' results verified; and, since every tray holds the job's
     figures, bus bandwidth against the GPU model's floor and the path NCCL took."""
     checks = document["checks"]

@@ -5,8 +5,16 @@ earlier jobs (DCGM's health watch judges the change over its window too, never l
 A counter that went backwards (driver reload, GPU reset) has no delta, not a negative one.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from probes.nvml_reader import GpuReading, LinkReading
+
 ECC_KEYS = ("corrected_volatile", "uncorrected_volatile", "corrected_aggregate", "uncorrected_aggregate")
-# The link-health snapshot's counters (README, Triage and fault localization; docs/probe-output.md) and where each comes from in a link reading.
+# The link-health snapshot's counters (docs/triage.md; docs/probe-output.md) and where each comes from in a link reading.
 SNAPSHOT_COUNTERS = {
     "crc_errors": "crc_errors",
     "replay_errors": "replay_errors",
@@ -23,15 +31,15 @@ SNAPSHOT_COUNTERS = {
 }
 
 
-def delta(before, after):
+def delta(before: float | None, after: float | None) -> float | None:
     if before is None or after is None or after < before:
         return None
     return after - before
 
 
-def counter_deltas(before, after):
+def counter_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
     """{name: delta} for every counter both readings have."""
-    found = {}
+    found: dict[str, Any] = {}
     for name in after.keys() & before.keys():
         change = delta(before[name], after[name])
         if change is not None:
@@ -39,7 +47,7 @@ def counter_deltas(before, after):
     return dict(sorted(found.items()))
 
 
-def link_window(before, after, window_s):
+def link_window(before: LinkReading, after: LinkReading, window_s: float) -> dict[str, Any]:
     """One link over the window: state at both ends, counter deltas and rates, BER as the GPU
     reports it at the end of the window (None where the GPU does not report BER)."""
     deltas = counter_deltas(before.counters, after.counters)
@@ -62,7 +70,8 @@ def link_window(before, after, window_s):
     }
 
 
-def gpu_window(before, after, xids, window_s=None):
+def gpu_window(before: GpuReading, after: GpuReading, xids: list[dict[str, Any]],
+               window_s: float | None = None) -> dict[str, Any]:
     """The counters section of a GPU in the run document (docs/probe-output.md). The window is
     the time between the readings unless given."""
     if window_s is None:
@@ -92,7 +101,7 @@ def gpu_window(before, after, xids, window_s=None):
     }
 
 
-def snapshot_link(gpu_index, link):
+def snapshot_link(gpu_index: int, link: dict[str, Any]) -> dict[str, Any]:
     """A `link_window` as a row of the snapshot document (counters that NVML gave, only; the
     effective BER where the GPU reports one)."""
     row = {"gpu": gpu_index, "port": link["port"], "side": "gpu", "state": link["state"]}

@@ -12,10 +12,18 @@ Verification, two ways:
   the same wrong result every time passes both checks above but not that one.
 """
 
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from probes.compute import UNIT_ROUNDOFF
 from probes.windows import rate_summary, timed_windows
+
+if TYPE_CHECKING:
+    from probes.compute import ComputeDevice, GemmOperands
 
 REFERENCE_BLOCK = 16  # rows × columns of the golden result checked against float64, spread over it
 TOLERANCE_SOURCE = (
@@ -26,17 +34,17 @@ TOLERANCE_SOURCE = (
 )
 
 
-def flops(n):
+def flops(n: int) -> float:
     return 2.0 * n**3
 
 
-def spread(n, k):
+def spread(n: int, k: int) -> slice:
     """k row (or column) indices evenly apart over 0…n-1, as a slice: the first, then every
     n/k-th, so the checked elements reach the far end of the result, not only its corner."""
     return slice(0, n, max(1, n // k))
 
 
-def reference_check(device, ops, golden):
+def reference_check(device: ComputeDevice, ops: GemmOperands, golden: Any) -> tuple[float, float]:
     """(max error relative to the largest element, tolerance) of a block of the golden result
     against a float64 product of the very same (rounded) inputs."""
     k = min(REFERENCE_BLOCK, ops.real_n)
@@ -54,7 +62,8 @@ def reference_check(device, ops, golden):
     return error, tolerance
 
 
-def burn(device, dtype, seconds, n, window_s, stop, seed=0, progress=None):
+def burn(device: ComputeDevice, dtype: str, seconds: float, n: int, window_s: float, stop: threading.Event, seed: int = 0,
+         progress: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run GEMMs of `dtype` for `seconds` of device time in windows of about `window_s`.
     Returns the result dict of docs/probe-output.md (`gemm.<dtype>`); `progress`, if given, is
     that dict kept up to date window by window ("finished": false until the end)."""
@@ -69,14 +78,14 @@ def burn(device, dtype, seconds, n, window_s, stop, seed=0, progress=None):
     checksum = device.checksum(golden)
     verified = {"mismatches": 0, "corrupted_results": 0, "checks": 0}
 
-    def batch(iterations):
+    def batch(iterations: int) -> float:
         wrong, bad, took = device.matmul_checked(ops, golden, iterations)
         verified["mismatches"] += wrong
         verified["corrupted_results"] += bad
         verified["checks"] += iterations
         return took
 
-    def record(windows, finished=False):
+    def record(windows: list[tuple[int, float]], finished: bool = False) -> None:
         progress.update({
             **rate_summary([flops(n) * iterations / took / 1e12 for iterations, took in windows], "tflops"),
             "n": n,

@@ -16,9 +16,13 @@ probe's call is one window of at most 5 s of work (probes/windows.py). Each dead
 above what a healthy GPU takes, so only a GPU that stopped answering reaches it.
 """
 
+from __future__ import annotations
+
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 # A whole NVML reading of one GPU (identity, health, every link): over 500× the H200's 17 ms.
 NVML_DEADLINE_S = 10.0
@@ -33,33 +37,34 @@ DEADLINE_SOURCE = ("stated deadlines (probes/gpu_deadline.py): a healthy GPU ans
 class GpuHung(Exception):
     """A call on this GPU did not return within its deadline (or an earlier one is still stuck)."""
 
-    def __init__(self, index, reason):
+    def __init__(self, index: int, reason: str) -> None:
         super().__init__(reason)
         self.index = index
         self.reason = reason
 
 
 class _Job:
-    def __init__(self, what, fn, args):
+    def __init__(self, what: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.what, self.fn, self.args = what, fn, args
         self.done = threading.Event()
-        self.result = self.error = None
+        self.result: Any = None
+        self.error: BaseException | None = None
 
 
 class GpuWorkers:
     """Per-GPU worker threads (started on first use, daemon: a stuck one never holds the
     process). `kind` names what they run in messages ("NVML", "compute")."""
 
-    def __init__(self, kind, deadline_s, clock=time.monotonic):
+    def __init__(self, kind: str, deadline_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.kind = kind
         self.deadline_s = deadline_s
         self.clock = clock
         self._lock = threading.Lock()
-        self._queues = {}
-        self._busy = {}  # index -> the job its worker is running
-        self.hung = {}  # index -> why it is (or was) hung: first hang wins, kept for the record
+        self._queues: dict[int, queue.SimpleQueue[_Job]] = {}
+        self._busy: dict[int, _Job] = {}  # index -> the job its worker is running
+        self.hung: dict[int, str] = {}  #  index -> why it is (or was) hung: first hang wins, kept for the record
 
-    def _worker(self, index, jobs):
+    def _worker(self, index: int, jobs: queue.SimpleQueue[_Job]) -> None:
         while True:
             job = jobs.get()
             with self._lock:
@@ -72,7 +77,7 @@ class GpuWorkers:
                 self._busy.pop(index, None)
             job.done.set()
 
-    def _queue(self, index):
+    def _queue(self, index: int) -> queue.SimpleQueue[_Job]:
         with self._lock:
             jobs = self._queues.get(index)
             if jobs is None:
@@ -81,13 +86,13 @@ class GpuWorkers:
                                  name=f"{self.kind}-gpu{index}").start()
             return jobs
 
-    def stuck(self, index):
+    def stuck(self, index: int) -> str | None:
         """Why the GPU's worker is still inside a call that passed its deadline, or None."""
         with self._lock:
             job = self._busy.get(index)
             return self.hung.get(index) if job is not None and index in self.hung else None
 
-    def submit(self, index, what, fn, *args):
+    def submit(self, index: int, what: str, fn: Callable[..., Any], *args: Any) -> _Job:
         """Start fn(*args) on the GPU's worker; the job to `wait` for. Refused with GpuHung at
         once while the worker is still stuck in an earlier call."""
         reason = self.stuck(index)
@@ -97,7 +102,7 @@ class GpuWorkers:
         self._queue(index).put(job)
         return job
 
-    def wait(self, index, job, deadline):
+    def wait(self, index: int, job: _Job, deadline: float) -> Any:
         """The job's result, or GpuHung if it is still running at `deadline` (self.clock time)."""
         if not job.done.wait(max(0.0, deadline - self.clock())):
             reason = (f"{self.kind} call {job.what} did not return within {self.deadline_s:g} s: the GPU (or its "
@@ -109,15 +114,16 @@ class GpuWorkers:
             raise job.error
         return job.result
 
-    def call(self, index, what, fn, *args):
+    def call(self, index: int, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """fn(*args) on the GPU's worker, waited for at most the deadline."""
         job = self.submit(index, what, fn, *args)
         return self.wait(index, job, self.clock() + self.deadline_s)
 
-    def call_each(self, indices, what, fn):
+    def call_each(self, indices: Iterable[int], what: str, fn: Callable[[int], Any]) -> dict[int, Any]:
         """{index: fn(index) or the GpuHung it raised}, every GPU's call started at once and all
         waited for under one shared deadline: the tray costs one deadline, not one per GPU."""
-        jobs, results = {}, {}
+        jobs: dict[int, _Job] = {}
+        results: dict[int, Any] = {}
         for index in indices:
             try:
                 jobs[index] = self.submit(index, what, fn, index)

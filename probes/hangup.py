@@ -11,10 +11,13 @@ driver could not be waited for). The process exiting is what ends the load and f
 With `--sim-spec -` the spec comes first on that stdin, framed as one line of JSON.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import sys
 import threading
+from typing import NoReturn, TextIO
 
 from probes.exit_codes import EXIT_INCOMPLETE
 
@@ -22,7 +25,7 @@ STOP_ON_STDIN_EOF = "--stop-on-stdin-eof"
 STDIN_READ_BYTES = 1 << 16
 
 
-def watch_for_hangup(stdin, spec_first):
+def watch_for_hangup(stdin: TextIO | None, spec_first: bool) -> TextIO:
     """Start watching stdin for EOF (after taking the spec's line off it, when it brings one);
     returns what the backend reads the spec from."""
     if stdin is None:  # started with no stdin at all: no one to wait for
@@ -40,7 +43,7 @@ def watch_for_hangup(stdin, spec_first):
     except (AttributeError, OSError, ValueError):
         fd = None
 
-    def wait_for_eof():
+    def wait_for_eof() -> None:
         while True:
             try:
                 # The file descriptor, not the buffered stream: a daemon thread blocked inside the
@@ -57,7 +60,7 @@ def watch_for_hangup(stdin, spec_first):
     return spec if spec is not None else stdin
 
 
-def stop_now(reason):
+def stop_now(reason: str) -> NoReturn:
     """The hang-up: say why, kill the processes this probe started, exit 3 at once."""
     try:
         sys.stderr.write(f"probes: {reason} ({STOP_ON_STDIN_EOF}); stopped, the run is incomplete\n")

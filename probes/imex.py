@@ -8,9 +8,12 @@ A GB200 NVL72 job across trays needs both; opsctl's domain test reads them on ev
 tray before it runs any load.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
+from typing import Any
 
 from probes.judge import check, load_references
 from probes.snapshot import FORMAT
@@ -20,7 +23,7 @@ SERVICE = "nvidia-imex"
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 3
 
 
-def read_host_imex():
+def read_host_imex() -> dict[str, Any]:
     """{"service": active | inactive | failed | … | None (cannot tell), "channels": [names]}."""
     channels = sorted(os.listdir(CHANNELS_DIR)) if os.path.isdir(CHANNELS_DIR) else []
     service = None
@@ -33,11 +36,11 @@ def read_host_imex():
     return {"service": service, "channels": [c for c in channels if c.startswith("channel")]}
 
 
-def imex_document(tray, backend_kind, reading):
+def imex_document(tray: str | None, backend_kind: str, reading: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """(document, exit code): the reading and its two checks."""
     source = load_references().rules["imex"]["source"]
     service, channels = reading.get("service"), reading.get("channels") or []
-    checks = []
+    checks: list[dict[str, Any]] = []
     if service is None:
         checks.append(check("imex.service", "tray", "incomplete", None, "active", "", "!=", source,
                             f"cannot tell whether {SERVICE} runs (no systemctl answer)"))

@@ -6,11 +6,15 @@ Checks are plain dicts (docs/probe-output.md):
 `op` is the comparison that fails: value <op> threshold → the check's verdict is not "pass".
 """
 
+from __future__ import annotations
+
 import math
 import operator
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -35,9 +39,9 @@ class ReferencesError(ValueError):
 
 @dataclass
 class References:
-    sku: dict | None  # the GPU model's figures; None for a model without a reference file
-    rules: dict
-    xids: dict
+    sku: dict[str, Any] | None  # the GPU model's figures; None for a model without a reference file
+    rules: dict[str, Any]
+    xids: dict[str, Any]
     sku_source: str | None = None
 
 
@@ -47,7 +51,7 @@ FIGURES = {"nvlink_links": "value", "membw": "min_gbps", "nvlink_peer": "min_gbp
            "tdp": "watts"}
 
 
-def _load(path):
+def _load(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(Path(path).read_text())
     except OSError as error:
@@ -61,7 +65,7 @@ def _load(path):
     return data
 
 
-def check_sku_references(data, path):
+def check_sku_references(data: dict[str, Any], path: str | Path) -> None:
     """Refuse a references file that would silently judge nothing: unknown keys, figures that
     are not positive numbers or lack their source, no figure at all."""
     known = {"sku", "names", "pci_device_ids", "nvlink_generation", "fabric_required", "host_link", "gemm", *FIGURES}
@@ -90,11 +94,12 @@ def check_sku_references(data, path):
         raise ReferencesError(f"{path}: names must be a list of GPU names as NVML reports them")
 
 
-def sku_files():
+def sku_files() -> list[Path]:
     return sorted(p for p in REFERENCES.glob("*.yaml") if p.name not in SHARED_FILES)
 
 
-def load_references(gpu_name=None, path=None, sku=None, device_id=None):
+def load_references(gpu_name: str | None = None, path: str | None = None, sku: str | None = None,
+                    device_id: str | None = None) -> References:
     """The rules, the XID catalog and the figures for the GPU model: by `sku` (h100, gb200…),
     else by its PCI device id as NVML reports it (`device_id`, "2330"), else by the name NVML
     reports; or those of the file `path`. The device id decides where it is known: an H100 NVL
@@ -102,9 +107,9 @@ def load_references(gpu_name=None, path=None, sku=None, device_id=None):
     apart by device id), and gets no SXM figures."""
     rules, catalog = _load(REFERENCES / "rules.yaml"), xids.catalog()  # the catalog is read once (probes/xids.py)
     if path is not None:
-        sku = _load(path)
-        check_sku_references(sku, path)
-        return References(sku, rules, catalog, str(path))
+        figures = _load(path)
+        check_sku_references(figures, path)
+        return References(figures, rules, catalog, str(path))
     device_id = device_id.lower() if isinstance(device_id, str) else None
     for file in sku_files():
         data = _load(file)
@@ -113,18 +118,20 @@ def load_references(gpu_name=None, path=None, sku=None, device_id=None):
         elif device_id:
             found = device_id in [str(d).lower() for d in data.get("pci_device_ids", [])]
         else:
-            found = bool(gpu_name) and any(gpu_name.startswith(n) for n in data.get("names", []))
+            found = bool(gpu_name and any(gpu_name.startswith(n) for n in data.get("names", [])))
         if found:
             return References(data, rules, catalog, f"probes/references/{file.name}")
     return References(None, rules, catalog)
 
 
-def check(name, component, verdict, value, threshold, unit, op, source, reason):
+def check(name: str, component: str, verdict: str, value: Any, threshold: Any, unit: str, op: str, source: str,
+          reason: str) -> dict[str, Any]:
     return {"check": name, "component": component, "verdict": verdict, "value": value, "threshold": threshold,
             "unit": unit, "op": op, "source": source, "reason": reason}
 
 
-def compare(name, component, value, op, threshold, unit, source, reason, bad="fail"):
+def compare(name: str, component: str, value: Any, op: str, threshold: Any, unit: str, source: str, reason: str,
+            bad: str = "fail") -> dict[str, Any]:
     """A check whose verdict is `bad` when `value op threshold`, else pass. A reading that is not
     a finite number (NaN compares false with everything, so it would pass) is no evidence:
     incomplete, never a pass."""
@@ -136,10 +143,10 @@ def compare(name, component, value, op, threshold, unit, source, reason, bad="fa
 
 
 # --- one GPU -------------------------------------------------------------------------------------
-def judge_gpu(gpu, refs, tray):
+def judge_gpu(gpu: dict[str, Any], refs: References, tray: dict[str, float]) -> list[dict[str, Any]]:
     """The checks of one GPU entry of the run document; `tray` holds the peer medians."""
     component = f"gpu{gpu['index']}"
-    checks = []
+    checks: list[dict[str, Any]] = []
     if gpu.get("lost"):
         checks.append(check("gpu.lost", component, "fail", True, False, "lost", "==", LOST_SOURCE,
                             gpu.get("lost_reason") or "the GPU stopped answering NVML (GPU_IS_LOST)"))
@@ -167,7 +174,8 @@ def judge_gpu(gpu, refs, tray):
     return checks + depth_checks(gpu, refs)
 
 
-def _gemm_checks(component, dtype, result, refs, tray):
+def _gemm_checks(component: str, dtype: str, result: dict[str, Any], refs: References,
+                 tray: dict[str, float]) -> list[dict[str, Any]]:
     if "skipped" in result:
         return []
     name = f"gemm.{dtype}"
@@ -202,7 +210,7 @@ def _gemm_checks(component, dtype, result, refs, tray):
     return checks
 
 
-def _corruption(result):
+def _corruption(result: dict[str, Any]) -> str:
     reason = (f"silent data corruption: {result['mismatches']} wrong elements in {result['corrupted_results']} of "
               f"{result['checks']} results")
     if result["corrupted_results"] == result["checks"]:
@@ -210,8 +218,9 @@ def _corruption(result):
     return reason
 
 
-def _throughput_checks(component, name, value, unit, sku_figure, key, peer_median, refs, what):
-    checks = []
+def _throughput_checks(component: str, name: str, value: float, unit: str, sku_figure: dict[str, Any] | None, key: str,
+                       peer_median: float | None, refs: References, what: str) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = []
     if sku_figure and key in sku_figure:
         checks.append(compare(name, component, value, "<", sku_figure[key], unit, sku_figure["source"],
                               f"{what}: {value:.4g} {unit}"))
@@ -225,7 +234,7 @@ def _throughput_checks(component, name, value, unit, sku_figure, key, peer_media
     return checks
 
 
-def _under_load_checks(component, under_load, refs):
+def _under_load_checks(component: str, under_load: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     rule = refs.rules["clocks_event_reasons"]
     seen = under_load.get("clocks_event_reasons") or []
     bad = [reason for reason in seen if reason in rule["fail"]]
@@ -243,12 +252,12 @@ def _under_load_checks(component, under_load, refs):
     return checks
 
 
-def _nvlink_checks(component, nvlink, refs):
-    checks = []
+def _nvlink_checks(component: str, nvlink: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = []
     peers = nvlink.get("peer_gbps") or {}
     figure = (refs.sku or {}).get("nvlink_peer")
     if peers and figure:
-        worst = min(peers, key=peers.get)
+        worst = min(peers, key=lambda peer: peers[peer])
         checks.append(compare("nvlink.peer_gbps", component, peers[worst], "<", figure["min_gbps"], "GB/s", figure["source"],
                               f"slowest peer copy: to gpu{worst} at {peers[worst]:.0f} GB/s"))
     for peer, error in sorted((nvlink.get("peer_errors") or {}).items()):
@@ -266,14 +275,17 @@ def _nvlink_checks(component, nvlink, refs):
     return checks
 
 
-def _per_link(name, links, value_of, op, threshold, unit, source, describe, where, summary_component, verdict="fail"):
+def _per_link(name: str, links: Sequence[dict[str, Any]], value_of: Callable[[dict[str, Any]], Any], op: str, threshold: Any,
+              unit: str, source: str, describe: Callable[[str, Any], str],
+              where: Callable[[dict[str, Any]], tuple[str, str, dict[str, Any]]], summary_component: str,
+              verdict: str = "fail") -> list[dict[str, Any]]:
     """One check per failing link, or one pass for all of them naming the worst. `where(link)`
     gives a link's (component, label, extra check fields)."""
     measured = [(link, value_of(link)) for link in links]
     measured = [(link, value) for link, value in measured if value is not None]
     if not measured:
         return []
-    checks = []
+    checks: list[dict[str, Any]] = []
     for link, value in measured:
         if OPS[op](value, threshold):
             component, label, extra = where(link)
@@ -289,12 +301,12 @@ def _per_link(name, links, value_of, op, threshold, unit, source, describe, wher
                   else f"all {len(measured)} links within limits (worst: {label}, {value:g})")]
 
 
-def _counter_checks(component, counters, refs, lost=False):
+def _counter_checks(component: str, counters: dict[str, Any], refs: References, lost: bool = False) -> list[dict[str, Any]]:
     rules = refs.rules
     links = counters.get("links") or []
     window = counters.get("window_s") or 0.0
     sku = refs.sku or {}
-    checks = []
+    checks: list[dict[str, Any]] = []
     enough = rules["min_evidence"]
     if window < enough["counter_window_s"] and not lost:  # errors seen still count; their absence does not
         checks.append(check("counters.window_s", component, "incomplete", window, enough["counter_window_s"], "s", "<",
@@ -321,7 +333,7 @@ def _counter_checks(component, counters, refs, lost=False):
     return checks
 
 
-def health_checks(component, counters, refs):
+def health_checks(component: str, counters: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     """What a GPU's own health says with no load on it: ECC, remapped rows, retired pages,
     violation time, fabric and the driver's recovery action. Triage reads these too."""
     sku = refs.sku or {}
@@ -338,7 +350,7 @@ LINK_FABRIC_FLAGS = ("degraded_bw", "summary limited_capacity")
 LINK_BANDWIDTH_CHECKS = ("nvlink.peer_gbps", "rack.nvlink_gbps")
 
 
-def is_link_symptom(check_name, value):
+def is_link_symptom(check_name: str, value: Any) -> bool:
     if check_name in LINK_BANDWIDTH_CHECKS:
         return True
     if check_name == "xid":
@@ -348,11 +360,12 @@ def is_link_symptom(check_name, value):
     return False
 
 
-def _required_counter_checks(component, links, generation, rules):
+def _required_counter_checks(component: str, links: list[dict[str, Any]], generation: int | str,
+                             rules: dict[str, Any]) -> list[dict[str, Any]]:
     """The counters every GPU of this NVLink generation must report. One it does not report
     (NOT_SUPPORTED, a driver that is too old) leaves its rule unjudged: incomplete, never a pass."""
     required = rules["nvlink_required"].get(generation) or rules["nvlink_required"].get(str(generation)) or []
-    missing = {}
+    missing: dict[str, list[int]] = {}
     for link in links:
         for counter in required:
             if counter not in link["deltas"]:
@@ -365,7 +378,7 @@ def _required_counter_checks(component, links, generation, rules):
                   rules["nvlink_required_source"], f"NVLink {generation} counters not reported, their rules not judged: {what}")]
 
 
-def _link_count_check(component, links, expected):
+def _link_count_check(component: str, links: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, Any]:
     """Does the GPU report every NVLink its model has? A link it reports but that is down is
     that link's failure (nvlink.state names it), not the GPU's: whether a flapping link happens
     to be down at the moment of reading must not decide whether its GPU fails. No link at all
@@ -381,12 +394,14 @@ def _link_count_check(component, links, expected):
     return compare("nvlink.link_count", component, reported, "<", expected["value"], "links", expected["source"], reason)
 
 
-def gpu_link(component):
+def gpu_link(component: str) -> Callable[[dict[str, Any]], tuple[str, str, dict[str, Any]]]:
     """How a GPU's own links are named in checks: gpu2/nvl05, "port 5"."""
     return lambda link: (f"{component}/nvl{link['port']:02d}", f"port {link['port']}", {})
 
 
-def link_rule_checks(links, window_s, rules, where, summary_component):
+def link_rule_checks(links: list[dict[str, Any]], window_s: float, rules: dict[str, Any],
+                     where: Callable[[dict[str, Any]], tuple[str, str, dict[str, Any]]],
+                     summary_component: str) -> list[dict[str, Any]]:
     """Link state, the counter rules and the BER rule over a set of links (GPU or switch side)."""
     state = rules["link_state"]
     checks = _per_link("nvlink.state", links, lambda link: link.get("state"), "!=", "up", "state", state["source"],
@@ -411,9 +426,9 @@ def link_rule_checks(links, window_s, rules, where, summary_component):
     return checks
 
 
-def switch_checks(links, window_s, refs):
+def switch_checks(links: list[dict[str, Any]], window_s: float, refs: References) -> list[dict[str, Any]]:
     """The link rules over a switch tray's ports, per chip; each failing check names its link."""
-    checks = []
+    checks: list[dict[str, Any]] = []
     for chip in sorted({link["chip"] for link in links}):
         checks += link_rule_checks(
             [link for link in links if link["chip"] == chip], window_s, refs.rules,
@@ -423,8 +438,9 @@ def switch_checks(links, window_s, refs):
     return checks
 
 
-def _memory_checks(component, counters, rules, required=True):
-    checks = []
+def _memory_checks(component: str, counters: dict[str, Any], rules: dict[str, Any],
+                   required: bool = True) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = []
     ecc = counters.get("ecc") or {}
     window = counters.get("window_s") or 0.0
     for key, rule in rules["ecc"].items():
@@ -466,7 +482,8 @@ def _memory_checks(component, counters, rules, required=True):
     return checks
 
 
-def _fabric_checks(component, fabric, rules, required=False):
+def _fabric_checks(component: str, fabric: dict[str, Any] | None, rules: dict[str, Any],
+                   required: bool = False) -> list[dict[str, Any]]:
     """NVLink fabric registration (nvmlDeviceGetGpuFabricInfoV) by DCGM's fabric rule: the
     state, then — only once it is completed — its status, the health mask and summary."""
     rule = rules["fabric"]
@@ -476,7 +493,7 @@ def _fabric_checks(component, fabric, rules, required=False):
         return [check("fabric.health", component, "incomplete", None, "completed", "fabric state", "!=", rule["source"],
                       "the NVLink fabric state could not be read, where this GPU model registers with a fabric")]
     state = fabric.get("state")
-    found = {"fail": [], "warn": []}
+    found: dict[str, list[str]] = {"fail": [], "warn": []}
     verdict = rule["states"].get(state, "fail")
     if verdict != "pass":
         found[verdict].append(f"state {state}")
@@ -495,7 +512,7 @@ def _fabric_checks(component, fabric, rules, required=False):
                   else f"fabric registration completed, clique {fabric.get('clique_id')}")]
 
 
-def _recovery_action_checks(component, action, rules):
+def _recovery_action_checks(component: str, action: str | None, rules: dict[str, Any]) -> list[dict[str, Any]]:
     """NVML's GPU recovery action (the driver's ask after an XID; XID 154 says it changed)."""
     if action is None:
         return []
@@ -506,14 +523,14 @@ def _recovery_action_checks(component, action, rules):
                   else f"no recovery action pending ({action})")]
 
 
-def xid_checks(component, events, catalog):
+def xid_checks(component: str, events: list[dict[str, Any]], catalog: dict[str, Any]) -> list[dict[str, Any]]:
     """One check per XID code logged in the window, ruled by NVIDIA's catalog (probes/xids.py);
     an NVLink 5 event that carries its kernel log line's registers is decoded by them."""
-    groups = {}
+    groups: dict[tuple[Any, ...], int] = {}
     for event in events:
         key = (event["xid"], event.get("intr_info"), event.get("error_status"), event.get("driver_major"))
         groups[key] = groups.get(key, 0) + 1
-    checks = []
+    checks: list[dict[str, Any]] = []
     for (code, intr_info, status, driver), count in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
         ruling = xids.rule(code, intr_info, status, driver)
         name = f"{ruling.mnemonic}, {ruling.meaning}" if ruling.mnemonic else ruling.meaning
@@ -526,9 +543,9 @@ def xid_checks(component, events, catalog):
 
 
 # --- the tray ------------------------------------------------------------------------------------
-def peer_medians(gpus, refs):
+def peer_medians(gpus: list[dict[str, Any]], refs: References) -> dict[str, float]:
     """Median throughput of the tray's GPUs per measurement, where enough GPUs have one."""
-    values = {}
+    values: dict[str, list[float]] = {}
     for gpu in gpus:
         for dtype, result in (gpu.get("gemm") or {}).items():
             if result.get("tflops_median") is not None:
@@ -539,14 +556,14 @@ def peer_medians(gpus, refs):
     return {name: statistics.median(found) for name, found in values.items() if len(found) >= enough}
 
 
-def judge_run(document, refs):
+def judge_run(document: dict[str, Any], refs: References) -> None:
     """Fill in each GPU's checks."""
     tray = peer_medians(document["gpus"], refs)
     for gpu in document["gpus"]:
         gpu["checks"] = judge_gpu(gpu, refs, tray)
 
 
-def worst_verdict(checks):
+def worst_verdict(checks: list[dict[str, Any]]) -> str | None:
     verdicts = {c["verdict"] for c in checks}
     for verdict in ("incomplete", "fail", "warn", "pass"):
         if verdict in verdicts:

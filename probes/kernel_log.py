@@ -11,8 +11,12 @@ Reading the log may be refused (no root, no journal): then the events stay as th
 catalog's most severe row for the code applies.
 """
 
+from __future__ import annotations
+
 import re
 import subprocess
+from collections.abc import Iterable
+from typing import Any
 
 from probes.xids import catalog
 
@@ -22,10 +26,10 @@ XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9A-Fa-f:.]+)\): (?P<xid>\d+),
 REGISTERS = re.compile(r"\((0x[0-9A-Fa-f]+) (0x[0-9A-Fa-f]+)")
 
 
-def parse_xid_lines(lines):
+def parse_xid_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
     """[{"pci", "xid", "intr_info", "error_status", "line"}] for the NVRM Xid lines among
     `lines`; registers are None where a line has none."""
-    found = []
+    found: list[dict[str, Any]] = []
     for line in lines:
         match = XID_LINE.search(line)
         if not match:
@@ -38,7 +42,7 @@ def parse_xid_lines(lines):
     return found
 
 
-def bus_key(pci):
+def bus_key(pci: str) -> tuple[int, ...] | tuple[str, ...]:
     """Domain, bus and device of a PCI address, as the kernel log and NVML both can spell it:
     "0008:01:00", "00000008:01:00.0" -> (8, 1, 0)."""
     parts = pci.split(".")[0].split(":")
@@ -48,11 +52,12 @@ def bus_key(pci):
         return tuple(parts)
 
 
-def attach_registers(events, entries, pci_by_gpu, driver_version=None):
+def attach_registers(events: list[dict[str, Any]], entries: list[dict[str, Any]], pci_by_gpu: dict[int, str],
+                     driver_version: str | None = None) -> int:
     """Give each NVLink 5 XID event the registers of its kernel log line: the k-th event of a
     GPU and code takes the k-th line of that GPU's bus and code. Returns how many were matched."""
     driver_major = _driver_major(driver_version)
-    lines = {}
+    lines: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     for entry in entries:
         if entry["intr_info"] is not None:
             lines.setdefault((entry["pci"], entry["xid"]), []).append(entry)
@@ -70,19 +75,19 @@ def attach_registers(events, entries, pci_by_gpu, driver_version=None):
     return matched
 
 
-def _driver_major(version):
+def _driver_major(version: str | None) -> int | None:
     try:
         return int(str(version).split(".")[0])
     except (TypeError, ValueError):
         return None
 
 
-def read_kernel_log(since):
+def read_kernel_log(since: float) -> tuple[list[str], str | None]:
     """The kernel log since unix time `since`: (lines, None), or ([], why it could not be read).
     journald where there is one, else dmesg (all of the ring buffer: matching by code and bus
     keeps old lines from mattering much)."""
     commands = (["journalctl", "-k", "-o", "cat", "--no-pager", "--since", f"@{int(since)}"], ["dmesg"])
-    why = []
+    why: list[str] = []
     for command in commands:
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=20)

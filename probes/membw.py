@@ -4,14 +4,23 @@ Bytes are counted read + written (2 × the buffer per copy), as the H200 copy fi
 for opsctl's references (about 4.3 TB/s; docs/sources.md) counts them, so the two compare directly.
 """
 
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
 from probes.windows import rate_summary, timed_windows
 
+if TYPE_CHECKING:
+    from probes.compute import ComputeDevice
 
-def measure(device, seconds, nbytes, window_s, stop, progress=None):
+
+def measure(device: ComputeDevice, seconds: float, nbytes: int, window_s: float, stop: threading.Event,
+            progress: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `membw` result of docs/probe-output.md; `progress` as in gemm.burn."""
     progress = {} if progress is None else progress
 
-    def record(windows, finished=False):
+    def record(windows: list[tuple[int, float]], finished: bool = False) -> None:
         summary = rate_summary([2 * nbytes * iterations / took / 1e9 for iterations, took in windows], "gbps")
         progress.update({
             "gbps": summary.pop("gbps_median"),

@@ -5,6 +5,8 @@ BER = mantissa × 10^-exponent. This is the driver's layout for BER values
 DCGM publishes the same field raw and as a decoded float.
 """
 
+from __future__ import annotations
+
 import math
 
 MANTISSA_SHIFT = 8
@@ -12,13 +14,13 @@ MANTISSA_MASK = 0xF
 EXPONENT_MASK = 0xFF
 
 
-def decode_ber(raw):
+def decode_ber(raw: float) -> float:
     mantissa = (int(raw) >> MANTISSA_SHIFT) & MANTISSA_MASK
     exponent = int(raw) & EXPONENT_MASK
     return mantissa * 10.0 ** (-exponent)
 
 
-def encode_ber(ber):
+def encode_ber(ber: float) -> int:
     """The raw field value for a BER (one significant digit, as the hardware reports it)."""
     if ber <= 0:
         return 0

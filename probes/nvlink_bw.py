@@ -6,18 +6,30 @@ each GPU's links: a copy stripes across every active link, so a degraded link ca
 than its siblings even when the pair's total looks fine.
 """
 
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
 from probes.compute import DeviceError
 from probes.windows import rate_summary, timed_windows
 
+if TYPE_CHECKING:
+    from probes.compute import ComputeDevice
+    from probes.nvml_reader import NvmlReader
 
-def measure(devices, reader, seconds, window_s, stop, progress=None):
+
+def measure(devices: dict[int, ComputeDevice], reader: NvmlReader, seconds: float, window_s: float, stop: threading.Event,
+            progress: dict[str, Any] | None = None) -> dict[str, Any]:
     """`devices`: {nvml index: device}. Returns {"results": {index: nvlink result}, "failures":
     {index: error}}, the `progress` dict if given, filled in pair by pair."""
     progress = {} if progress is None else progress
     indices = sorted(devices)
     pairs = [(i, j) for i in indices for j in indices if i != j]
-    results = progress["results"] = {i: {"peer_gbps": {}, "peer_errors": {}} for i in indices}
-    failures = progress["failures"] = {}
+    results: dict[int, dict[str, Any]] = {i: {"peer_gbps": {}, "peer_errors": {}} for i in indices}
+    progress["results"] = results
+    failures: dict[int, str] = {}
+    progress["failures"] = failures
     if not pairs:
         return progress
     per_pair = seconds / len(pairs)
@@ -49,16 +61,17 @@ def measure(devices, reader, seconds, window_s, stop, progress=None):
     return progress
 
 
-def link_rates(before, after, window_s):
+def link_rates(before: dict[int, dict[str, float | None]], after: dict[int, dict[str, float | None]],
+               window_s: float) -> dict[str, float | None]:
     """{port: GB/s sent + received} between two traffic readings; None where NVML gave no count."""
-    rates = {}
+    rates: dict[str, float | None] = {}
     for port, counts in after.items():
-        moved = 0
+        moved, counted = 0.0, True
         for direction, value in counts.items():
             earlier = before.get(port, {}).get(direction)
             if value is None or earlier is None or value < earlier:
-                moved = None
+                counted = False
                 break
             moved += value - earlier
-        rates[str(port)] = None if moved is None or window_s <= 0 else round(moved / window_s / 1e9, 3)
+        rates[str(port)] = round(moved / window_s / 1e9, 3) if counted and window_s > 0 else None
     return rates

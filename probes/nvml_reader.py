@@ -8,13 +8,20 @@ read on its own worker thread under a deadline (probes.gpu_deadline): a GPU whos
 hang comes back as a reading marked `hung`, with the reason, and the other GPUs are read as usual.
 """
 
+from __future__ import annotations
+
 import ctypes
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from probes.gpu_deadline import NVML_DEADLINE_S, GpuHung, GpuWorkers
 from probes.nvlink_ber import decode_ber
+
+if TYPE_CHECKING:
+    from probes.nvml_library import NvmlLibrary
 
 CLOCK_EVENT_REASONS = {
     "gpu_idle": "nvmlClocksEventReasonGpuIdle",
@@ -122,7 +129,7 @@ class GpuReading:
     errors: dict = field(default_factory=dict)  # call -> what went wrong
     read_seconds: float = 0.0
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -135,7 +142,7 @@ class NvmlReader:
     reading: the wall clock, or the simulator's clock so that windows are in simulated time. Each GPU's
     calls run on its own worker (`workers`), waited for at most `deadline_s` seconds of wall time."""
 
-    def __init__(self, nvml, now=time.time, deadline_s=NVML_DEADLINE_S):
+    def __init__(self, nvml: NvmlLibrary, now: Callable[[], float] = time.time, deadline_s: float = NVML_DEADLINE_S) -> None:
         self.nvml = nvml
         self.now = now
         self.workers = GpuWorkers("NVML", deadline_s)
@@ -150,11 +157,11 @@ class NvmlReader:
         self._field_ids = {name: getattr(nvml, const) for name, const in {**LINK_COUNTER_FIELDS, **LINK_GAUGE_FIELDS}.items()
                            if hasattr(nvml, const)}
         self._fec0 = nvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0
-        self._link_counts = {}
+        self._link_counts: dict[int, int] = {}
 
     # --- the system --------------------------------------------------------------------------
-    def system(self):
-        info = {}
+    def system(self) -> dict[str, Any]:
+        info: dict[str, Any] = {}
         for key, call in (("driver_version", "nvmlSystemGetDriverVersion"), ("nvml_version", "nvmlSystemGetNVMLVersion"),
                           ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")):
             try:
@@ -165,31 +172,31 @@ class NvmlReader:
         info["gpu_count"] = self.count
         return info
 
-    def _get_handle(self, index):
+    def _get_handle(self, index: int) -> Any:
         try:
             return self.nvml.nvmlDeviceGetHandleByIndex(index)
         except self.nvml.NVMLError as error:
             return error
 
     # --- one GPU, on its worker ----------------------------------------------------------------------
-    def _hung_reading(self, hung):
+    def _hung_reading(self, hung: GpuHung) -> GpuReading:
         reading = GpuReading(index=hung.index, time=self.now(), hung=True)
         reading.errors["deadline"] = hung.reason
         return reading
 
-    def read_gpu(self, index, identity=True, links=True):
+    def read_gpu(self, index: int, identity: bool = True, links: bool = True) -> GpuReading:
         try:
             return self.workers.call(index, "reading", self._read_gpu, index, identity, links)
         except GpuHung as hung:
             return self._hung_reading(hung)
 
-    def read_all(self, identity=True, links=True):
+    def read_all(self, identity: bool = True, links: bool = True) -> list[GpuReading]:
         """Every GPU at once, each on its worker, under one deadline for the tray."""
         found = self.workers.call_each(range(self.count), "reading",
                                        lambda index: self._read_gpu(index, identity, links))
         return [self._hung_reading(r) if isinstance(r, GpuHung) else r for r in found.values()]
 
-    def read_under_load(self, index):
+    def read_under_load(self, index: int) -> GpuReading:
         """Only temperatures (the die's, the HBM's, the margin to slowdown), power, clocks and
         throttle reasons: cheap enough to sample while a load runs."""
         try:
@@ -197,18 +204,18 @@ class NvmlReader:
         except GpuHung as hung:
             return self._hung_reading(hung)
 
-    def read_under_load_each(self, indices):
+    def read_under_load_each(self, indices: Iterable[int]) -> dict[int, GpuReading]:
         """{index: load reading} of several GPUs at once, under one deadline (a sampler's round)."""
         found = self.workers.call_each(indices, "load reading", self._read_under_load)
         return {i: self._hung_reading(r) if isinstance(r, GpuHung) else r for i, r in found.items()}
 
-    def read_power_window_each(self, indices):
+    def read_power_window_each(self, indices: Iterable[int]) -> dict[int, GpuReading]:
         """{index: reading} of what a sustained load is judged over, read at its start and its end:
         energy, power and thermal violation time, the enforced and default power limits."""
         found = self.workers.call_each(indices, "power window reading", self._read_power_window)
         return {i: self._hung_reading(r) if isinstance(r, GpuHung) else r for i, r in found.items()}
 
-    def read_link_traffic(self, index):
+    def read_link_traffic(self, index: int) -> dict[int, dict[str, float | None]]:
         """{port: {"tx_bytes": n, "rx_bytes": n}} from one batched call; a direction NVML does not
         count on this GPU is None. Empty when the GPU has no NVLink, the call failed or hung."""
         try:
@@ -217,7 +224,7 @@ class NvmlReader:
             return {}
 
     # --- what runs on a GPU's worker -------------------------------------------------------------------
-    def _call(self, reading, name, *args, unsupported_ok=True):
+    def _call(self, reading: GpuReading, name: str, *args: Any, unsupported_ok: bool = True) -> Any:
         """Call nvml.<name>(*args); None when NVML says no, with the reason kept."""
         nvml = self.nvml
         try:
@@ -234,7 +241,7 @@ class NvmlReader:
             reading.errors[name] = str(error)
             return None
 
-    def _handle(self, reading):
+    def _handle(self, reading: GpuReading) -> Any:
         handle = self.handles[reading.index]
         if handle is None:
             error = self.handle_errors[reading.index]
@@ -244,7 +251,7 @@ class NvmlReader:
             raise _StopReading()
         return handle
 
-    def _read_gpu(self, index, identity=True, links=True):
+    def _read_gpu(self, index: int, identity: bool = True, links: bool = True) -> GpuReading:
         started = time.perf_counter()
         reading = GpuReading(index=index, time=self.now())
         try:
@@ -259,7 +266,7 @@ class NvmlReader:
         reading.read_seconds = time.perf_counter() - started
         return reading
 
-    def _read_part(self, index, read):
+    def _read_part(self, index: int, read: Callable[[GpuReading, Any], None]) -> GpuReading:
         """A reading of the GPU holding only what `read(reading, handle)` fills in."""
         reading = GpuReading(index=index, time=self.now())
         try:
@@ -268,13 +275,13 @@ class NvmlReader:
             pass
         return reading
 
-    def _read_under_load(self, index):
+    def _read_under_load(self, index: int) -> GpuReading:
         return self._read_part(index, self._read_load_fields)
 
-    def _read_power_window(self, index):
+    def _read_power_window(self, index: int) -> GpuReading:
         return self._read_part(index, self._read_power_counters)
 
-    def _read_link_traffic(self, index):
+    def _read_link_traffic(self, index: int) -> dict[int, dict[str, float | None]]:
         nvml = self.nvml
         reading = GpuReading(index=index, time=self.now())
         try:
@@ -289,7 +296,7 @@ class NvmlReader:
         if values is None:
             return {}
         by_key = {(v.fieldId, v.scopeId): v for v in values}
-        traffic = {}
+        traffic: dict[int, dict[str, float | None]] = {}
         for port in range(count):
             traffic[port] = {}
             for name, options in LINK_TRAFFIC_FIELDS.items():
@@ -301,7 +308,7 @@ class NvmlReader:
                         break
         return traffic
 
-    def _read_identity(self, reading, handle):
+    def _read_identity(self, reading: GpuReading, handle: Any) -> None:
         nvml = self.nvml
         reading.uuid = self._call(reading, "nvmlDeviceGetUUID", handle)
         reading.name = self._call(reading, "nvmlDeviceGetName", handle)
@@ -323,7 +330,7 @@ class NvmlReader:
                 "module_id": _byte(info.moduleId),
             }
 
-    def _read_load_fields(self, reading, handle):
+    def _read_load_fields(self, reading: GpuReading, handle: Any) -> None:
         nvml = self.nvml
         reading.temperature_c = self._temperature(reading, handle)
         power = self._call(reading, "nvmlDeviceGetPowerUsage", handle)
@@ -334,7 +341,7 @@ class NvmlReader:
             reading.clocks_event_reasons = [name for name, const in CLOCK_EVENT_REASONS.items() if reasons & getattr(nvml, const)]
         self._read_thermal_margin(reading, handle)
 
-    def _read_thermal_margin(self, reading, handle):
+    def _read_thermal_margin(self, reading: GpuReading, handle: Any) -> None:
         """The HBM's temperature and the distance to the nearest slowdown threshold (NVML's "T.Limit"
         margin), where this nvidia-ml-py names them."""
         nvml = self.nvml
@@ -346,7 +353,7 @@ class NvmlReader:
         if hasattr(nvml, "nvmlDeviceGetMarginTemperature"):
             reading.thermal_margin_c = self._call(reading, "nvmlDeviceGetMarginTemperature", handle)
 
-    def _read_c2c(self, reading, handle):
+    def _read_c2c(self, reading: GpuReading, handle: Any) -> None:
         """How many NVLink-C2C links the GPU has, each one's status (nvml.h: 0 inactive, 1 active) and
         speed, and the C2C error counters, in two batched calls. A GPU without C2C (its count
         NOT_SUPPORTED: a PCIe GPU) leaves `c2c` None."""
@@ -363,7 +370,7 @@ class NvmlReader:
         values = self._call(reading, "nvmlDeviceGetFieldValues", handle, requests) or []
         by_key = {(v.fieldId, v.scopeId): v for v in values if v.nvmlReturn == nvml.NVML_SUCCESS}
 
-        def number(fid, scope):
+        def number(fid: int, scope: int) -> float | None:
             return _field_number(nvml, by_key[(fid, scope)]) if (fid, scope) in by_key else None
 
         reading.c2c = {"link_count": count,
@@ -371,7 +378,7 @@ class NvmlReader:
                                   "max_bw_mbps": number(speed, link)} for link in range(count)],
                        "errors": {name: number(fid, 0) for name, fid in errors.items()}}
 
-    def _read_power_counters(self, reading, handle):
+    def _read_power_counters(self, reading: GpuReading, handle: Any) -> None:
         """Energy, violation time and power limits: monotonic counters and settings, cheap to read."""
         nvml = self.nvml
         for key, call in (("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
@@ -384,7 +391,7 @@ class NvmlReader:
             if status is not None:
                 reading.violation_s[key] = status.violationTime / 1e9
 
-    def _temperature(self, reading, handle):
+    def _temperature(self, reading: GpuReading, handle: Any) -> float | None:
         """nvmlDeviceGetTemperatureV where the driver and nvidia-ml-py have it, else the older
         nvmlDeviceGetTemperature (deprecated by NVML, but the one older drivers answer)."""
         nvml = self.nvml
@@ -399,7 +406,7 @@ class NvmlReader:
                 reading.unsupported.remove("nvmlDeviceGetTemperatureV")
         return value
 
-    def _read_recovery_action(self, reading, handle):
+    def _read_recovery_action(self, reading: GpuReading, handle: Any) -> None:
         nvml = self.nvml
         field = getattr(nvml, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", None)
         if field is None:
@@ -409,7 +416,7 @@ class NvmlReader:
             number = int(_field_number(nvml, values[0]))
             reading.recovery_action = RECOVERY_ACTIONS.get(number, f"unknown ({number})")
 
-    def _read_health(self, reading, handle):
+    def _read_health(self, reading: GpuReading, handle: Any) -> None:
         nvml = self.nvml
         self._read_recovery_action(reading, handle)
         self._read_load_fields(reading, handle)
@@ -434,7 +441,7 @@ class NvmlReader:
             corrected, uncorrected, pending, failure = rows
             reading.remapped_rows = {"corrected": corrected, "uncorrected": uncorrected,
                                      "pending": bool(pending), "failure": bool(failure)}
-        pages = {}
+        pages: dict[str, int | bool | None] = {}
         for key, cause in (("single_bit", nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS),
                            ("double_bit", nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)):
             retired = self._call(reading, "nvmlDeviceGetRetiredPages", handle, cause)
@@ -449,7 +456,7 @@ class NvmlReader:
         if self._call(reading, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(fabric)) is not None:
             reading.fabric = decode_fabric(nvml, fabric)
 
-    def _link_count(self, reading, handle):
+    def _link_count(self, reading: GpuReading, handle: Any) -> int:
         nvml = self.nvml
         if reading.index in self._link_counts:
             return self._link_counts[reading.index]
@@ -469,17 +476,17 @@ class NvmlReader:
         self._link_counts[reading.index] = count
         return count
 
-    def _read_links(self, reading, handle):
+    def _read_links(self, reading: GpuReading, handle: Any) -> None:
         nvml = self.nvml
         count = self._link_count(reading, handle)
         if count == 0:
             return
-        requests = []
+        requests: list[tuple[int, int]] = []
         for port in range(count):
             requests.extend((fid, port) for fid in self._field_ids.values())
             requests.extend((self._fec0 + k, port) for k in range(FEC_HISTORY_BINS))
         values = self._call(reading, "nvmlDeviceGetFieldValues", handle, requests)  # one batched call
-        by_key = {}
+        by_key: dict[tuple[int, int], Any] = {}
         if values is not None:
             for value in values:
                 by_key[(value.fieldId, value.scopeId)] = value
@@ -506,7 +513,7 @@ class NvmlReader:
             self._fill_legacy(reading, handle, link)
             reading.links.append(link)
 
-    def _fill_legacy(self, reading, handle, link):
+    def _fill_legacy(self, reading: GpuReading, handle: Any, link: LinkReading) -> None:
         """What the field values did not give, from the per-link calls every driver has."""
         nvml = self.nvml
         if link.state is None:
@@ -532,7 +539,8 @@ class XidWatcher:
     Register before the load starts and stop after it: the events in between are the window's
     XIDs (NVML only delivers events that happen after registration)."""
 
-    def __init__(self, nvml, handles, poll_ms=200, now=time.time, workers=None):
+    def __init__(self, nvml: NvmlLibrary, handles: Sequence[Any], poll_ms: int = 200, now: Callable[[], float] = time.time,
+                 workers: GpuWorkers | None = None) -> None:
         self.nvml = nvml
         self.handles = handles
         # Registering for a GPU's events is a call on that GPU: a hung one must not stop the watch
@@ -540,15 +548,15 @@ class XidWatcher:
         self.workers = workers or GpuWorkers("NVML", NVML_DEADLINE_S)
         self.poll_ms = poll_ms
         self.now = now  # stamps each event: the wall clock, or a simulated clock
-        self.events = []  # dicts: gpu index, xid, time
-        self.errors = []
+        self.events: list[dict[str, Any]] = []  # dicts: gpu index, xid, time
+        self.errors: list[dict[str, Any]] = []
         self._lock = threading.Lock()  # events and errors are appended by the polling thread
         self._addresses = {_address(h): i for i, h in enumerate(handles)}
         self._stop = threading.Event()
-        self._thread = None
-        self._set = None
+        self._thread: threading.Thread | None = None
+        self._set: Any = None
 
-    def start(self, poll=True):
+    def start(self, poll: bool = True) -> XidWatcher:
         """Register for XIDs. With poll=False no thread runs: NVML queues the events and `stop`
         drains them (their times are then the moment of `stop`). That suits a simulated clock
         moved by hand, which a polling thread would move too."""
@@ -567,7 +575,7 @@ class XidWatcher:
             self._thread.start()
         return self
 
-    def _register(self, index):
+    def _register(self, index: int) -> Exception | None:
         """None once registered, else the NVMLError."""
         try:
             self.nvml.nvmlDeviceRegisterEvents(self.handles[index], self.nvml.nvmlEventTypeXidCriticalError, self._set)
@@ -575,7 +583,7 @@ class XidWatcher:
             return error
         return None
 
-    def _run(self):
+    def _run(self) -> None:
         nvml = self.nvml
         while not self._stop.is_set():
             try:
@@ -589,12 +597,12 @@ class XidWatcher:
             if data.eventType & nvml.nvmlEventTypeXidCriticalError:
                 self._record(data)
 
-    def _record(self, data):
+    def _record(self, data: Any) -> None:
         event = {"gpu": self._addresses.get(_address(data.device)), "xid": int(data.eventData), "time": self.now()}
         with self._lock:
             self.events.append(event)
 
-    def _record_error(self, message):
+    def _record_error(self, message: str) -> None:
         # A persistent failure repeats every poll: count it on its last entry instead of growing.
         with self._lock:
             if self.errors and self.errors[-1]["error"] == message:
@@ -602,7 +610,7 @@ class XidWatcher:
             else:
                 self.errors.append({"gpu": None, "error": message})
 
-    def collect_for(self, seconds, sleep=time.sleep):
+    def collect_for(self, seconds: float, sleep: Callable[[float], None] = time.sleep) -> None:
         """Wait `seconds` (by `now`) collecting XIDs as they come, without a thread: the wait on
         NVML's event set is the wait, so each event is stamped when it arrived and the first
         of each can be told. If the event set fails, sleep out the rest."""
@@ -624,11 +632,11 @@ class XidWatcher:
                 self._record(data)
 
     @property
-    def alive(self):
+    def alive(self) -> bool:
         """Is the polling thread still watching?"""
         return self._thread is not None and self._thread.is_alive()
 
-    def drain(self):
+    def drain(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Take (events, errors) collected so far, leaving the watcher empty: a watcher that
         runs for days (the exporter's) must not keep every event it ever saw."""
         with self._lock:
@@ -636,7 +644,7 @@ class XidWatcher:
             self.events, self.errors = [], []
         return events, errors
 
-    def stop(self):
+    def stop(self) -> list[dict[str, Any]]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -660,9 +668,9 @@ FABRIC_FLAG_WIDTH = 0x3
 FABRIC_CONFIGURATION_WIDTH = 0xF
 
 
-def decode_fabric(nvml, info):
+def decode_fabric(nvml: NvmlLibrary, info: Any) -> dict[str, Any]:
     mask = info.healthMask
-    health = {}
+    health: dict[str, Any] = {}
     for flag in FABRIC_HEALTH_FLAGS:
         shift = getattr(nvml, f"NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_{flag.upper()}")
         value = (mask >> shift) & FABRIC_FLAG_WIDTH
@@ -685,7 +693,7 @@ def decode_fabric(nvml, info):
     }
 
 
-def _field_number(nvml, value):
+def _field_number(nvml: NvmlLibrary, value: Any) -> float:
     kind = value.valueType
     if kind == nvml.NVML_VALUE_TYPE_DOUBLE:
         return value.value.dVal
@@ -698,11 +706,11 @@ def _field_number(nvml, value):
     return value.value.ullVal
 
 
-def _text(value):
+def _text(value: object) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _byte(value):
+def _byte(value: int | str | bytes) -> int:
     """A c_char field as a number (pynvml's structs hand c_char back as bytes or as str)."""
     if isinstance(value, int):
         return value
@@ -711,7 +719,7 @@ def _byte(value):
     return value[0] if value else 0
 
 
-def _address(handle):
+def _address(handle: Any) -> int | None:
     try:
         return ctypes.addressof(handle.contents)
     except (ValueError, AttributeError, TypeError):

@@ -4,20 +4,25 @@ The order: read every GPU (identity, counters) and start collecting XIDs; run th
 one after another — GEMM on all GPUs at once, then memory bandwidth, then the NVLink copy
 matrix; read every GPU again; judge. Counters are judged on the deltas between the readings.
 
-`--duration` is the load time of the whole run, shared out 4 : 1 : 1 among gemm, membw and
-nvlink (a probe run alone gets all of it). A probe past its timeout is stopped and reported
+`--duration` is the load time of the whole run, shared out 4 : 1 : 1 : 1 among gemm, membw,
+nvlink and pulse (a probe run alone gets all of it). A probe past its timeout is stopped and reported
 incomplete; what finished stays in the document. A GPU that fails under load is failed with
 its reason while the others finish.
 """
 
+from __future__ import annotations
+
+import functools
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
-from probes import c2c_link, gemm, hbm_test, membw, nvlink_bw, sustained_power
-from probes.compute import DTYPES, DeviceError
+from probes import c2c_link, gemm, hbm_test, host_copy, membw, nvlink_bw, pulse, sustained_power
+from probes.compute import DTYPES, ComputeDevice, DeviceError
 from probes.compute.bounded import bounded_devices
 from probes.gpu_deadline import COMPUTE_DEADLINE_S, NVML_DEADLINE_S
 from probes.counters import gpu_window
@@ -31,8 +36,13 @@ from probes.under_load import LoadSampler
 from probes.tray_depth import DepthReading
 from probes.windows import window_length
 
-PROBES = ("gemm", "membw", "nvlink", "hbm", "configuration", "counters")
-LOAD_SHARE = {"gemm": 4, "membw": 1, "nvlink": 1}
+if TYPE_CHECKING:
+    from probes.backend import TrayBackend
+    from probes.nvml_reader import GpuReading
+    from probes.switch_reader import NvosSwitchReader, SimSwitchReader
+
+PROBES = ("gemm", "membw", "nvlink", "pulse", "hbm", "configuration", "counters")
+LOAD_SHARE = {"gemm": 4, "membw": 1, "nvlink": 1, "pulse": 1}
 UNSHARED = ("hbm",)  # runs its passes once, after the shared load: no share of --duration
 DEFAULT_DURATION_S = 60.0
 TIMEOUT_SOURCE = "--timeout (default: twice the probe's share of --duration, plus 60 s)"
@@ -59,7 +69,7 @@ class ProbeOutcome:
     extra: dict = field(default_factory=dict)  # {gpu index: more fields of its entry}
 
 
-def plan(probes, duration_s):
+def plan(probes: Iterable[str], duration_s: float) -> dict[str, float]:
     """Seconds of load for each selected load probe."""
     loads = [p for p in probes if p in LOAD_SHARE]
     total = sum(LOAD_SHARE[p] for p in loads)
@@ -67,14 +77,15 @@ def plan(probes, duration_s):
     return {**shares, **{p: 0.0 for p in UNSHARED if p in probes}}
 
 
-def run_tasks(tasks, limit_s, stop, grace_s):
+def run_tasks(tasks: dict[Any, Callable[[dict[str, Any]], Any]], limit_s: float, stop: threading.Event,
+              grace_s: float) -> ProbeOutcome:
     """Run {key: task(progress)} in threads; past `limit_s` set `stop`, give them `grace_s` to
     hand back what they have, and leave the ones that still hang (daemon threads) behind with
     the progress they recorded as their result."""
     outcome = ProbeOutcome()
-    progress = {key: {} for key in tasks}
+    progress: dict[Any, dict[str, Any]] = {key: {} for key in tasks}
 
-    def work(key, task):
+    def work(key: Any, task: Callable[[dict[str, Any]], Any]) -> None:
         try:
             outcome.results[key] = task(progress[key])
         except DeviceError as error:
@@ -102,29 +113,29 @@ def run_tasks(tasks, limit_s, stop, grace_s):
     return outcome
 
 
-def utc_now():
+def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class TrayRun:
-    def __init__(self, backend, options=None):
+    def __init__(self, backend: TrayBackend, options: RunOptions | None = None) -> None:
         self.backend = backend
         self.options = options or RunOptions()
         self.plan = plan(self.options.probes, self.options.duration_s)
         self.hung = False  # a probe thread never came back: the caller must not wait for it
 
-    def limit(self, seconds):
+    def limit(self, seconds: float) -> float:
         return self.options.timeout_s if self.options.timeout_s is not None else 2 * seconds + 60
 
-    def execute(self):
+    def execute(self) -> tuple[dict[str, Any], int]:
         """(document, exit code)."""
         started, clock_start = utc_now(), time.monotonic()
-        document = {"format": FORMAT, "kind": "run", "tray": self.backend.tray, "hostname": socket.gethostname(),
+        document: dict[str, Any] = {"format": FORMAT, "kind": "run", "tray": self.backend.tray, "hostname": socket.gethostname(),
                     "backend": self.backend.kind, "started": started, "finished": None, "duration_s": None,
                     "status": "complete", "system": {}, "probes": {}, "gpus": [], "checks": [], "skipped": [],
                     "errors": []}
         if self.backend.switch is not None:
-            self._switch_tray(document)
+            self._switch_tray(document, self.backend.switch)
         else:
             self._compute_tray(document)
         document["finished"] = utc_now()
@@ -138,8 +149,9 @@ class TrayRun:
         return document, EXIT_FAILED if any(c["verdict"] == "fail" for c in every_check) else EXIT_OK
 
     # --- a compute tray ------------------------------------------------------------------------------
-    def _compute_tray(self, document):
+    def _compute_tray(self, document: dict[str, Any]) -> None:
         backend, options = self.backend, self.options
+        assert backend.nvml is not None  # open_backend gives a GPU tray its NVML, a switch tray its reader
         # First: a tray that cannot load fails fast. Each GPU's compute calls run on its own worker
         # under a deadline, so a wedged GPU fails alone and the others' loads finish.
         devices, compute = bounded_devices(backend.open_devices() if self.plan else {}, options.compute_deadline_s)
@@ -158,7 +170,8 @@ class TrayRun:
                                         "reason": f"no reference file for {gpu_name!r} (PCI device {device_id}): throughput is judged against "
                                                   f"the tray's other GPUs only"})
         gpus = [self._gpu_entry(reading) for reading in before]
-        depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes)
+        depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes,
+                             reader.workers)
         self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
         depth.finish(gpus)
@@ -176,6 +189,8 @@ class TrayRun:
             if watcher:
                 gpu["counters"] = gpu_window(first, last, [e for e in events if e["gpu"] == gpu["index"]])
                 gpu["c2c"] = c2c_link.window(first, last)
+                if gpu.get("pulse"):
+                    gpu["pulse"]["xids"] = pulse.xids_during(gpu["pulse"], gpu["counters"]["xids"])
             for dtype, result in (gpu.get("gemm") or {}).items():
                 if "skipped" in result:
                     document["skipped"].append({"component": f"gpu{gpu['index']}", "what": f"gemm.{dtype}",
@@ -191,7 +206,8 @@ class TrayRun:
                 gpu["checks"].append(check(f"{unfinished['probe']}.finished", f"gpu{gpu['index']}", "incomplete", None,
                                            None, "", "", unfinished["source"], unfinished["reason"]))
 
-    def _load(self, document, gpus, devices, reader):
+    def _load(self, document: dict[str, Any], gpus: list[dict[str, Any]], devices: dict[int, ComputeDevice],
+              reader: NvmlReader) -> None:
         """The load probes one after another, each on the GPUs that have not failed or hung."""
         if not self.plan:
             self.backend.clock.sleep(self.options.duration_s)  # counters alone: a window of --duration
@@ -201,7 +217,7 @@ class TrayRun:
                 gpu["incomplete"].append({"probe": "load", "reason": "the GPU is not visible to the compute backend "
                                           "(CUDA_VISIBLE_DEVICES, or CUDA cannot open it)",
                                           "source": "a GPU the load probes cannot reach is not judged a pass"})
-        runners = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink, "hbm": self._hbm}
+        runners = {"gemm": self._gemm, "membw": self._membw, "nvlink": self._nvlink, "pulse": self._pulse, "hbm": self._hbm}
         for probe, seconds in self.plan.items():
             alive = {i: d for i, d in devices.items()
                      if not gpus[i]["failures"] and not gpus[i]["incomplete"] and not gpus[i]["hung"]}
@@ -209,7 +225,8 @@ class TrayRun:
             outcome = runners[probe](alive, seconds, reader) if alive else ProbeOutcome()
             self._record(document, gpus, probe, seconds, outcome, time.monotonic() - began)
 
-    def _decode_nvlink5_xids(self, document, events, readings, started):
+    def _decode_nvlink5_xids(self, document: dict[str, Any], events: list[dict[str, Any]], readings: list[GpuReading],
+                             started: float) -> None:
         """NVLink 5 XIDs (144-150) get their kernel log line's registers, which decide their
         severity (NVIDIA's XID catalog); where the log cannot be read, say so."""
         if not any(event["xid"] in NVLINK5_XIDS for event in events):
@@ -223,7 +240,7 @@ class TrayRun:
                          document["system"].get("driver_version"))
 
     @staticmethod
-    def _gpu_entry(reading):
+    def _gpu_entry(reading: GpuReading) -> dict[str, Any]:
         return {
             "index": reading.index, "id_hint": f"gpu{reading.index}", "uuid": reading.uuid, "name": reading.name,
             "serial": reading.serial, "pci_bus_id": reading.pci_bus_id, "pci_device_id": reading.pci_device_id,
@@ -232,7 +249,8 @@ class TrayRun:
             "before": reading.to_dict(), "failures": [], "incomplete": [],
         }
 
-    def _record(self, document, gpus, probe, seconds, outcome, took):
+    def _record(self, document: dict[str, Any], gpus: list[dict[str, Any]], probe: str, seconds: float, outcome: ProbeOutcome,
+                took: float) -> None:
         for index, result in outcome.results.items():
             gpus[index][probe] = result
         for index, fields in outcome.extra.items():
@@ -257,16 +275,16 @@ class TrayRun:
                                             "seconds", ">", TIMEOUT_SOURCE, f"{probe}: {error}"))
 
     # --- the load probes ----------------------------------------------------------------------------
-    def _gemm(self, devices, seconds, reader):
+    def _gemm(self, devices: dict[int, ComputeDevice], seconds: float, reader: NvmlReader) -> ProbeOutcome:
         window = window_length(seconds / len(DTYPES))
         stop = threading.Event()
         # Energy and violation counters at the load's start and end: the whole load judged, not samples.
         started = reader.read_power_window_each(list(devices))
         sampler = LoadSampler(reader, devices, window).start()
 
-        ended = {}
+        ended: dict[int, GpuReading] = {}
 
-        def burn_all_dtypes(index, device, progress):
+        def burn_all_dtypes(index: int, device: ComputeDevice, progress: dict[str, Any]) -> dict[str, Any]:
             try:
                 supported = [d for d in DTYPES if device.unsupported_reason(d) is None]
                 for dtype in DTYPES:
@@ -282,7 +300,7 @@ class TrayRun:
                 sampler.done(index)
                 ended.update(reader.read_power_window_each([index]))
 
-        outcome = run_tasks({i: (lambda progress, i=i, d=d: burn_all_dtypes(i, d, progress)) for i, d in devices.items()},
+        outcome = run_tasks({i: functools.partial(burn_all_dtypes, i, d) for i, d in devices.items()},
                             self.limit(seconds), stop, grace_s=2 * window + 1)
         ended = {**reader.read_power_window_each([i for i in devices if i not in ended]), **ended}
         outcome.extra = {index: {"under_load": summary,
@@ -290,22 +308,45 @@ class TrayRun:
                          for index, summary in sampler.stop().items()}
         return outcome
 
-    def _membw(self, devices, seconds, reader):
+    def _membw(self, devices: dict[int, ComputeDevice], seconds: float, reader: NvmlReader) -> ProbeOutcome:
         window = window_length(seconds)
         stop = threading.Event()
-        return run_tasks({i: (lambda progress, d=d: membw.measure(d, seconds, d.default_copy_bytes, window, stop, progress))
-                          for i, d in devices.items()}, self.limit(seconds), stop, grace_s=2 * window + 1)
+        host = {}  # the pinned host↔device copies (probes/host_copy.py), after each GPU's own copies
 
-    def _hbm(self, devices, seconds, reader):
+        def copies(index: int, device: ComputeDevice, progress: dict) -> dict:
+            result = membw.measure(device, seconds, device.default_copy_bytes, window, stop, progress)
+            host[index] = host_copy.measure(device)
+            return result
+
+        outcome = run_tasks({i: functools.partial(copies, i, d) for i, d in devices.items()},
+                            self.limit(seconds), stop, grace_s=2 * window + 1)
+        outcome.extra = {index: {"host_copy": found} for index, found in host.items()}
+        return outcome
+
+    def _hbm(self, devices: dict[int, ComputeDevice], seconds: float, reader: NvmlReader) -> ProbeOutcome:
         stop = threading.Event()
-        return run_tasks({i: (lambda progress, d=d: hbm_test.run(d, stop, progress)) for i, d in devices.items()},
+        return run_tasks({i: functools.partial(hbm_test.run, d, stop) for i, d in devices.items()},
                          self.limit(seconds), stop, grace_s=5.0)
 
-    def _nvlink(self, devices, seconds, reader):
+    def _nvlink(self, devices: dict[int, ComputeDevice], seconds: float, reader: NvmlReader) -> ProbeOutcome:
         window = window_length(seconds / max(1, len(devices) * (len(devices) - 1)))
         stop = threading.Event()
-        holder = run_tasks({"tray": lambda progress: nvlink_bw.measure(devices, reader, seconds, window, stop, progress)},
-                           self.limit(seconds), stop, grace_s=2 * window + 1)
+        return self._tray_task(devices, lambda progress: nvlink_bw.measure(devices, reader, seconds, window, stop, progress),
+                               self.limit(seconds), stop, grace_s=2 * window + 1)
+
+    def _pulse(self, devices: dict[int, ComputeDevice], seconds: float, reader: NvmlReader) -> ProbeOutcome:
+        stop = threading.Event()
+        clock = self.backend.clock
+        return self._tray_task(devices, lambda progress: pulse.run(devices, reader.read_under_load_each, clock.sleep,
+                                                                   clock.now, seconds, stop, progress),
+                               self.limit(seconds), stop, grace_s=4 * pulse.STEP_S + 1)
+
+    @staticmethod
+    def _tray_task(devices: dict[int, ComputeDevice], task: Callable[[dict[str, Any]], Any], limit_s: float,
+                   stop: threading.Event, grace_s: float) -> ProbeOutcome:
+        """A probe that drives every GPU of the tray from one task, which returns
+        {"results": {index: …}, "failures": {index: error}}."""
+        holder = run_tasks({"tray": task}, limit_s, stop, grace_s=grace_s)
         outcome = ProbeOutcome(timed_out=holder.timed_out, crashed=holder.crashed)
         found = holder.results.get("tray") or {}
         outcome.results, outcome.failed = found.get("results", {}), found.get("failures", {})
@@ -314,8 +355,7 @@ class TrayRun:
         return outcome
 
     # --- a switch tray -----------------------------------------------------------------------------------
-    def _switch_tray(self, document):
-        switch = self.backend.switch
+    def _switch_tray(self, document: dict[str, Any], switch: SimSwitchReader | NvosSwitchReader) -> None:
         document["system"] = {"switch_tray": True, "supported": switch.supported}
         if not switch.supported:
             document["switch"] = {"supported": False, "reason": switch.reason}

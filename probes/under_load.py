@@ -1,43 +1,50 @@
 """Clocks, power and temperature sampled while a load runs — once a window, not in a tight loop."""
 
+from __future__ import annotations
+
 import statistics
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from probes.nvml_reader import GpuReading, NvmlReader
 
 
 class LoadSampler:
-    def __init__(self, reader, indices, interval_s):
+    def __init__(self, reader: NvmlReader, indices: Iterable[int], interval_s: float) -> None:
         self.reader = reader
         self.indices = list(indices)
         self.interval_s = interval_s
-        self.samples = {i: [] for i in self.indices}
+        self.samples: dict[int, list[GpuReading]] = {i: [] for i in self.indices}
         self._active = set(self.indices)  # GPUs still under load: one whose load ended is not sampled idle
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="load-sampler", daemon=True)
 
-    def start(self):
+    def start(self) -> LoadSampler:
         self._thread.start()
         return self
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             # All GPUs at once, each on its own NVML worker: a hung one costs one deadline, not a stalled round.
             for index, reading in self.reader.read_under_load_each(sorted(self._active)).items():
                 if not (reading.lost or reading.hung):
                     self.samples[index].append(reading)
 
-    def done(self, index):
+    def done(self, index: int) -> None:
         """The GPU's load ended (finished, or failed): its later samples would be idle, not load."""
         self._active.discard(index)
 
-    def stop(self):
+    def stop(self) -> dict[int, dict[str, Any]]:
         """{index: summary of the samples} (docs/probe-output.md `under_load`)."""
         self._stop.set()
         self._thread.join(timeout=10)
         return {index: summarize(samples) for index, samples in self.samples.items()}
 
 
-def summarize(samples):
-    def values(name):
+def summarize(samples: list[GpuReading]) -> dict[str, Any]:
+    def values(name: str) -> list[Any]:
         return [getattr(s, name) for s in samples if getattr(s, name) is not None]
 
     temperatures, power, clocks = values("temperature_c"), values("power_w"), values("sm_clock_mhz")

@@ -5,13 +5,20 @@ on the device (measured on a GPU, modelled in simulation); the next window's ite
 follows from the last one's pace. A per-window figure shows throttling that an average hides.
 """
 
+from __future__ import annotations
+
 import statistics
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
-def timed_windows(batch, seconds, window_s, stop, per_iteration, on_window=None):
+def timed_windows(batch: Callable[[int], float], seconds: float, window_s: float, stop: threading.Event,
+                  per_iteration: float,
+                  on_window: Callable[[list[tuple[int, float]]], None] | None = None) -> list[tuple[int, float]]:
     """[(iterations, seconds)] of windows until `seconds` of device time or `stop` is set.
     `on_window(windows)` sees the list after each window (to keep progress if a later one hangs)."""
-    windows = []
+    windows: list[tuple[int, float]] = []
     elapsed = 0.0
     while elapsed < seconds and not stop.is_set():
         iterations = max(1, int(min(window_s, seconds - elapsed) / max(per_iteration, 1e-12)))
@@ -24,12 +31,12 @@ def timed_windows(batch, seconds, window_s, stop, per_iteration, on_window=None)
     return windows
 
 
-def window_length(seconds):
+def window_length(seconds: float) -> float:
     """About a dozen windows a probe, between a quarter second and five seconds each."""
     return min(5.0, max(0.25, seconds / 12))
 
 
-def rate_summary(rates, unit):
+def rate_summary(rates: Sequence[float], unit: str) -> dict[str, Any]:
     """Median, minimum and the drop from the first to the last quarter of the windows: a GPU
     that throttles as it heats shows a drop, where one that is merely slow does not."""
     if not rates:
@@ -44,6 +51,6 @@ def rate_summary(rates, unit):
     }
 
 
-def significant(value, digits=5):
+def significant(value: float, digits: int = 5) -> float:
     """Rounded to `digits` significant figures: 1951.2 TFLOPS on a GPU, 0.0021 on a CPU."""
     return float(f"{value:.{digits}g}")

@@ -8,9 +8,12 @@ log line (the catalog's "XID 144-150 Decode" sheet); without them, by the code's
 row. probes/kernel_log.py reads those lines.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,16 +40,16 @@ class XidRuling:
 
 
 @lru_cache(maxsize=1)
-def catalog():
+def catalog() -> dict[str, Any]:
     return yaml.safe_load(CATALOG_FILE.read_text())
 
 
-def nvlink5_rows(code):
+def nvlink5_rows(code: int) -> list[dict[str, Any]]:
     """The decode rows of an NVLink 5 unit XID (144-150); empty for any other code."""
     return [row for row in catalog()["nvlink5_decode"] if row["xid"] == code]
 
 
-def _most_severe(rows):
+def _most_severe(rows: list[dict[str, Any]]) -> dict[str, Any]:
     buckets = catalog()["buckets"]
     return max(rows, key=lambda row: VERDICT_ORDER.index(buckets.get(row["immediate"], catalog()["unlisted"])["verdict"]))
 
@@ -54,13 +57,13 @@ def _most_severe(rows):
 R575 = 575  # the driver branch from which the decode sheet's v2 intrInfo masks apply
 
 
-def _mask_matches(mask, value):
+def _mask_matches(mask: str, value: int) -> bool:
     """Does the 32-bit `value` fit the sheet's mask ("1", "0", "-" per bit, bit 31 first)?"""
     bits = format(value & 0xFFFFFFFF, "032b")
     return len(mask) == 32 and all(m in ("-", b) for m, b in zip(mask, bits))
 
 
-def _status_matches(listed, status):
+def _status_matches(listed: object, status: int) -> bool:
     if listed is None:
         return True  # the sheet leaves errorStatus blank for the row: any
     for text in str(listed).split("/"):
@@ -72,7 +75,7 @@ def _status_matches(listed, status):
     return False
 
 
-def decode(code, intr_info, error_status, driver_major=None):
+def decode(code: int, intr_info: int, error_status: int, driver_major: int | None = None) -> dict[str, Any] | None:
     """The decode row of an NVLink 5 unit XID (144-150) for the registers of its kernel log
     line, or None when no row fits. Without the driver's branch both mask versions are tried,
     the one of the newer branch first."""
@@ -86,7 +89,8 @@ def decode(code, intr_info, error_status, driver_major=None):
     return None
 
 
-def rule(code, intr_info=None, error_status=None, driver_major=None):
+def rule(code: int, intr_info: int | None = None, error_status: int | None = None,
+         driver_major: int | None = None) -> XidRuling:
     """The ruling for XID `code`; for an NVLink 5 unit XID the intrInfo and errorStatus of its
     kernel log line (and the driver's branch) pick the decode sheet's row."""
     data = catalog()
@@ -122,12 +126,12 @@ NVLINK_BUCKETS = ("WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR")
 
 
 @lru_cache(maxsize=1)
-def nvlink_xids():
+def nvlink_xids() -> frozenset[int]:
     """The XIDs of NVIDIA's NVLink workflows (catalog buckets WORKFLOW_NVLINK_ERR and
     WORKFLOW_NVLINK5_ERR): the GPU that logs one has a problem on its own NVLink links."""
     return frozenset(code for code, entry in catalog()["xids"].items() if entry["immediate"] in NVLINK_BUCKETS)
 
 
-def rulings():
+def rulings() -> dict[int, XidRuling]:
     """{code: XidRuling} for every XID of the catalog (without sub-codes)."""
     return {code: rule(code) for code in catalog()["xids"]}

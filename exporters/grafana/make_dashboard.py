@@ -5,8 +5,11 @@ Generated rather than hand-written because the NVLink heatmap needs its 18 port 
 in order, and every query needs the same rack and tray selectors.
 """
 
+from __future__ import annotations
+
 import json
 from pathlib import Path
+from typing import Any
 
 OUTPUT = Path(__file__).resolve().parent / "opsctl-rack.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -15,10 +18,11 @@ SEL = 'rack="$rack", tray=~"$tray"'  # every panel shows the chosen rack and tra
 
 
 class Panels:
-    def __init__(self):
-        self.panels = []
+    def __init__(self) -> None:
+        self.panels: list[dict[str, Any]] = []
 
-    def add(self, kind, title, targets, x, y, w, h, description="", unit=None, **extra):
+    def add(self, kind: str, title: str, targets: list[dict[str, Any]], x: int, y: int, w: int, h: int,
+            description: str = "", unit: str | None = None, **extra: Any) -> None:
         field_defaults = {**({"unit": unit} if unit else {}), **extra.pop("defaults", {})}
         panel = {
             "id": len(self.panels) + 1, "type": kind, "title": title, "description": description,
@@ -30,8 +34,8 @@ class Panels:
         self.panels.append(panel)
 
 
-def query(expr, legend=None, instant=False, table=False):
-    target = {"expr": expr, "range": not instant, "instant": instant}
+def query(expr: str, legend: str | None = None, instant: bool = False, table: bool = False) -> dict[str, Any]:
+    target: dict[str, Any] = {"expr": expr, "range": not instant, "instant": instant}
     if legend:
         target["legendFormat"] = legend
     if table:
@@ -39,11 +43,11 @@ def query(expr, legend=None, instant=False, table=False):
     return target
 
 
-def red_when(threshold):
+def red_when(threshold: float) -> dict[str, Any]:
     return {"thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}, {"color": "red", "value": threshold}]}}
 
 
-def link_heatmap():
+def link_heatmap() -> dict[str, Any]:
     """The rack's 72 GPUs × 18 ports, each cell the link's fault bits (exporters/rules/recording.yml)."""
     corner = "tray_gpu\\port"
     mappings = [
@@ -68,7 +72,7 @@ def link_heatmap():
     }
 
 
-def dashboard():
+def dashboard() -> dict[str, Any]:
     p = Panels()
     # Top row: the rack at a glance.
     p.add("stat", "GPUs up", [query(f"sum(opsctl_gpu_up{{{SEL}}})", instant=True)], 0, 0, 4, 4,
@@ -146,7 +150,7 @@ def dashboard():
     }
 
 
-def render():
+def render() -> str:
     return json.dumps(dashboard(), indent=2) + "\n"
 
 

@@ -11,9 +11,13 @@ catalog does not list. Each alert's description is the catalog's action for the 
 fired (a Go-template switch on the `xid` label).
 """
 
+from __future__ import annotations
+
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -21,6 +25,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # run as a script from anywhere
 
 from probes.xids import catalog, rulings  # noqa: E402
+
+if TYPE_CHECKING:
+    from probes.xids import XidRuling
 
 RULES = HERE / "xid.yml"
 TESTS = HERE / "tests" / "xid_test.yml"
@@ -51,7 +58,7 @@ WHERE = "{{ $labels.rack }}/{{ $labels.tray }} gpu{{ $labels.gpu }}"
 THRESHOLD = "an event in the last 10 minutes"
 
 
-def _group_name(tier, runbook):
+def _group_name(tier: str, runbook: str) -> str:
     named = GROUPS.get((tier, runbook))
     if named:
         return named[0]
@@ -59,18 +66,18 @@ def _group_name(tier, runbook):
     return f"OpsctlXid{stem}{tier.capitalize()}"
 
 
-def meaning(ruling):
+def meaning(ruling: XidRuling) -> str:
     """What the catalog calls the code."""
     return "marked unused in the catalog" if ruling.meaning == "Unused" else ruling.meaning
 
 
-def _sentence(text):
+def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
-def _switch(values):
+def _switch(values: dict[int, str]) -> str:
     """A template that expands to values[code] for the alert's xid label (codes grouped by text)."""
-    by_text = defaultdict(list)
+    by_text: defaultdict[str, list[int]] = defaultdict(list)
     for code, text in sorted(values.items()):
         by_text[text].append(code)
     if len(by_text) == 1:
@@ -83,12 +90,12 @@ def _switch(values):
     return template + "{{ end }}"
 
 
-def _matcher(codes):
+def _matcher(codes: Sequence[int]) -> str:
     return f'xid="{codes[0]}"' if len(codes) == 1 else 'xid=~"' + "|".join(map(str, codes)) + '"'
 
 
-def _buckets(codes, by_code):
-    names = []
+def _buckets(codes: Sequence[int], by_code: dict[int, XidRuling]) -> list[str]:
+    names: list[str] = []
     for code in codes:
         bucket = by_code[code].bucket or "none (listed without a resolution)"
         if bucket not in names:
@@ -96,9 +103,9 @@ def _buckets(codes, by_code):
     return names
 
 
-def groups():
+def groups() -> list[tuple[str, str, str, list[int]]]:
     """[(alert name, tier, runbook, [codes])] for every non-info tier, critical first."""
-    found = defaultdict(list)
+    found: defaultdict[tuple[str, str], list[int]] = defaultdict(list)
     for code, ruling in sorted(rulings().items()):
         if ruling.alert != "info":
             found[(ruling.alert, ruling.runbook)].append(code)
@@ -106,7 +113,7 @@ def groups():
     return [(_group_name(tier, runbook), tier, runbook, codes) for (tier, runbook), codes in ordered]
 
 
-def _annotations(codes, by_code, runbook):
+def _annotations(codes: Sequence[int], by_code: dict[int, XidRuling], runbook: str) -> dict[str, str]:
     nvlink5 = [code for code in codes if _has_decode(code)]
     source = f"NVIDIA Xid catalog ({CATALOG_URL}): immediate resolution {', '.join(_buckets(codes, by_code))}"
     if nvlink5:
@@ -121,11 +128,11 @@ def _annotations(codes, by_code, runbook):
     }
 
 
-def _has_decode(code):
+def _has_decode(code: int) -> bool:
     return any(row["xid"] == code for row in catalog()["nvlink5_decode"])
 
 
-def _unlisted_annotations():
+def _unlisted_annotations() -> dict[str, str]:
     data = catalog()
     return {
         "summary": "XID {{ $labels.xid }} (not in NVIDIA's Xid catalog) on " + WHERE,
@@ -137,9 +144,9 @@ def _unlisted_annotations():
     }
 
 
-def rules():
+def rules() -> dict[str, Any]:
     by_code = rulings()
-    alerts = []
+    alerts: list[dict[str, Any]] = []
     for name, tier, runbook, codes in groups():
         alerts.append({
             "alert": name,
@@ -160,11 +167,11 @@ def rules():
 class _Dumper(yaml.SafeDumper):
     """Block lists indented under their key, as in the hand-written rule files."""
 
-    def increase_indent(self, flow=False, indentless=False):
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         return super().increase_indent(flow, False)
 
 
-def _dump(document, indent_lists=True):
+def _dump(document: Any, indent_lists: bool = True) -> str:
     return yaml.dump(document, Dumper=_Dumper if indent_lists else yaml.SafeDumper, sort_keys=False,
                      allow_unicode=True, width=10**9, default_flow_style=False)
 
@@ -192,11 +199,11 @@ TESTS_HEADER = """\
 """
 
 
-def render_rules():
+def render_rules() -> str:
     return RULES_HEADER + _dump(rules())
 
 
-def _expand(template, code):
+def _expand(template: str, code: int) -> str:
     """The annotation promtool expects for XID `code` on rack07/ct03 gpu<code>."""
     labels = {"xid": str(code), "rack": "rack07", "tray": "ct03", "gpu": str(code)}
     text = template
@@ -204,23 +211,24 @@ def _expand(template, code):
     if "{{ if eq $labels.xid" in text:
         head, _, rest = text.partition("{{ if eq $labels.xid")
         body, _, tail = rest.rpartition("{{ end }}")
-        chosen = None
+        chosen: str | None = None
         for branch in ("{{ if eq $labels.xid" + body).split("{{ ")[1:]:
             condition, _, value = branch.partition(" }}")
             if f'"{code}"' in condition.split():
                 chosen = value
+        assert chosen is not None, f"XID {code} is in no branch of {template!r}"  # each code is in one
         text = head + chosen + tail
     for name, value in labels.items():
         text = text.replace("{{ $labels." + name + " }}", value)
     return text
 
 
-def tests():
+def tests() -> dict[str, Any]:
     by_code = rulings()
     codes = sorted(by_code) + list(UNLISTED_EXAMPLES)
     series = [{"series": f'{METRIC}{{rack="rack07",tray="ct03",gpu="{code}",uuid="GPU-{code}",xid="{code}"}}',
                "values": "_ _ 120x20"} for code in codes]
-    checks = []
+    checks: list[dict[str, Any]] = []
     alerts = rules()["groups"][0]["rules"]
     members = {name: group_codes for name, _, _, group_codes in groups()}
     members[UNLISTED_ALERT] = list(UNLISTED_EXAMPLES)
@@ -239,7 +247,7 @@ def tests():
             "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": checks}]}
 
 
-def render_tests():
+def render_tests() -> str:
     return TESTS_HEADER + _dump(tests(), indent_lists=False)
 
 

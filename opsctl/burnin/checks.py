@@ -2,10 +2,14 @@
 threshold, how they compare, where the threshold comes from, and the verdict.
 
 The probes' checks (docs/probe-output.md) have the same fields with tray-relative components
-(`gpu2/nvl05`); `from_probe` gives them CONTRACT's ids (`rack07/ct03/gpu2/nvl05`).
+(`gpu2/nvl05`); `from_probe` gives them the rack's component ids (`rack07/ct03/gpu2/nvl05`).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 VERDICTS = ("pass", "warn", "fail", "incomplete")
 SEVERITY = {"pass": 0, "warn": 1, "incomplete": 2, "fail": 3}
@@ -14,7 +18,7 @@ SEVERITY = {"pass": 0, "warn": 1, "incomplete": 2, "fail": 3}
 @dataclass(frozen=True)
 class Check:
     check: str  # what kind of thing: "gemm.bf16.tflops", "rack.temperature_c", "link.observed"
-    component: str  # CONTRACT id: rack07/ct03/gpu2, rack07/ct03/gpu2/nvl05, rack07/st3
+    component: str  # component id (docs/topology.md): rack07/ct03/gpu2, rack07/ct03/gpu2/nvl05, rack07/st3
     verdict: str  # pass | warn | fail | incomplete
     value: object = None
     threshold: object = None
@@ -24,14 +28,14 @@ class Check:
     reason: str = ""
     judged_by: str = "opsctl"  # "probe" on the tray, or "opsctl" across the rack
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_probe(cls, raw, component_prefix):
+    def from_probe(cls, raw: Mapping[str, Any], component_prefix: str) -> Check:
         """A probe's check, its component prefixed with the tray's id (`rack07/ct03`)."""
         component = str(raw.get("component") or "")
-        verdict = raw.get("verdict") if raw.get("verdict") in VERDICTS else "incomplete"
+        verdict = raw["verdict"] if raw.get("verdict") in VERDICTS else "incomplete"
         return cls(
             check=str(raw.get("check") or "probe"),
             component=f"{component_prefix}/{component}" if component else component_prefix,
@@ -41,7 +45,7 @@ class Check:
         )
 
 
-def worst(verdicts, default="pass"):
+def worst(verdicts: Iterable[str], default: str = "pass") -> str:
     """The worst of some verdicts: fail, then incomplete, then warn, then pass."""
     verdicts = list(verdicts)
     return max(verdicts, key=SEVERITY.__getitem__) if verdicts else default

@@ -6,16 +6,19 @@ Judged across the rack, since no tray sees the others: the rack's clique and clu
 those most of its GPUs report, and every GPU that reports another fails `fabric.clique`.
 """
 
+from __future__ import annotations
+
 from collections import Counter
+from typing import Any
 
 from opsctl.burnin.checks import Check
 from probes.judge import load_references
 
 
-def fabric_domain_checks(gpu_readings):
+def fabric_domain_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:
     """gpu_readings: {GPU id: its run-document entry}. One check per GPU that registered."""
     source = load_references().rules["fabric_clique"]["source"]
-    registered = {}
+    registered: dict[str, tuple[Any, Any]] = {}
     for gpu_id, reading in gpu_readings.items():
         fabric = (reading.get("counters") or {}).get("fabric") or {}
         if fabric.get("state") == "completed" and fabric.get("clique_id") is not None:

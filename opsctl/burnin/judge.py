@@ -1,7 +1,7 @@
 """The rack's verdict from its trays' probe documents.
 
 What each probe judged on its tray (a GPU against its SKU's references, counters against
-DCGM's rules) is kept, with CONTRACT's ids. On top of it, across the rack: each GPU against
+DCGM's rules) is kept, with opsctl's component ids (docs/topology.md). On top of it, across the rack: each GPU against
 the other GPUs of its SKU (rack_relative.py), every link's health over the window with the
 links nobody could read marked so (link_health.py), trays that did not report, and the
 failing links handed to the localizer so the verdict names parts, not only links.
@@ -10,10 +10,13 @@ PASS: every tray reported and nothing failed. FAIL (exit 1): something failed, e
 trays are missing too. INCOMPLETE (exit 3): nothing failed, but not everything was seen.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check, worst
-from opsctl.burnin.configuration import configuration_checks
+from opsctl.burnin.configuration import configuration_checks, switch_firmware_checks
 from opsctl.burnin.fabric_domain import fabric_domain_checks
 from opsctl.burnin.golden_results import golden_checks
 from opsctl.burnin.link_health import link_rows, rack_snapshot
@@ -24,6 +27,11 @@ from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize.snapshot import TRAY_UNREAD
 from opsctl.runs.tray_names import tray_label
 from probes.judge import is_link_symptom
+
+if TYPE_CHECKING:
+    from opsctl.acceptance.criteria import Criteria
+    from opsctl.inventory import Rack
+    from opsctl.topology.graph import Topology
 
 PASS, FAIL, INCOMPLETE = "PASS", "FAIL", "INCOMPLETE"
 EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAILED, INCOMPLETE: EXIT_INCOMPLETE}
@@ -60,18 +68,18 @@ class RackJudgment:
     domain: dict | None = None  # the NVLink domain test: prerequisites, bandwidth by size, transport (nvlink_domain.py)
 
     @property
-    def exit_code(self):
+    def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
 
-    def failures(self, warnings_fail=False):
+    def failures(self, warnings_fail: bool = False) -> list[Check]:
         bad = {"fail", "warn"} if warnings_fail else {"fail"}
         return [c for c in self.checks if c.verdict in bad]
 
-    def failing_parts(self):
+    def failing_parts(self) -> list[str]:
         parts = [s["component"] for s in self.suspects or [] if not s.get("alternative_to")]
         return list(dict.fromkeys(parts + self.failing["gpus"] + self.failing["links"] + self.failing["other"]))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "rack": self.rack, "model": self.model, "verdict": self.verdict, "exit_code": self.exit_code,
             "failing": self.failing, "suspects": self.suspects, "localizer": self.localizer, "repair_plan": self.repair_plan,
@@ -82,7 +90,7 @@ class RackJudgment:
 
 @dataclass
 class _Readings:
-    """What the trays' documents hold, gathered with CONTRACT's ids."""
+    """What the trays' documents hold, gathered with opsctl's component ids (docs/topology.md)."""
 
     trays: list = field(default_factory=list)  # one dict per tray of the model
     checks: list = field(default_factory=list)  # the probes' checks
@@ -92,7 +100,8 @@ class _Readings:
     notes: list = field(default_factory=list)  # what a probe said it skipped, and why
 
 
-def judge_rack(rack, topology, documents, outcomes, criteria, domain_document=None):
+def judge_rack(rack: Rack, topology: Topology, documents: dict[str, dict[str, Any]], outcomes: dict[str, TrayOutcome],
+               criteria: Criteria, domain_document: dict[str, Any] | None = None) -> RackJudgment:
     """documents: tray -> probe `run` document; outcomes: tray -> TrayOutcome; domain_document:
     the NVLink domain test's (nvlink_domain.py), when it ran."""
     model = rack.model
@@ -108,7 +117,8 @@ def judge_rack(rack, topology, documents, outcomes, criteria, domain_document=No
         domain_checks, domain_section, domain_notes = judge_domain(rack, readings.gpus, readings.system, domain_document)
         domain += domain_checks
         notes += domain_notes
-    across = configuration_checks(readings.gpus) + golden_checks(readings.gpus)  # the rack's GPUs against each other
+    across = configuration_checks(readings.gpus) + golden_checks(readings.gpus) + \
+        switch_firmware_checks(readings.switch_ports)  # the rack's GPUs, and its switch trays, against each other
     checks = _link_symptoms_to_their_links(readings.checks + relative + domain + across, bad, topology)
 
     links = link_rows(topology, readings.gpus, readings.switch_ports, checks)
@@ -139,7 +149,7 @@ def judge_rack(rack, topology, documents, outcomes, criteria, domain_document=No
                         snapshot=snapshot, repair_plan=repair_plan, domain=domain_section)
 
 
-def _gather(rack, documents, outcomes):
+def _gather(rack: Rack, documents: dict[str, dict[str, Any]], outcomes: dict[str, TrayOutcome]) -> _Readings:
     model = rack.model
     found = _Readings()
     for tray_name in model.tray_names():
@@ -172,7 +182,7 @@ def _gather(rack, documents, outcomes):
     return found
 
 
-def _tray_check(raw, tray_id, rack):
+def _tray_check(raw: dict[str, Any], tray_id: str, rack: str) -> Check:
     """A tray-level probe check. A switch tray's check on one of its ports is about the link
     that port ends: it gets the link's id, so both ends of a link are judged together."""
     check = Check.from_probe(raw, tray_id)
@@ -181,12 +191,12 @@ def _tray_check(raw, tray_id, rack):
     return check
 
 
-def _link_symptoms_to_their_links(checks, bad, topology):
+def _link_symptoms_to_their_links(checks: list[Check], bad: set[str], topology: Topology) -> list[Check]:
     """An NVLink XID, or a fabric 'bandwidth degraded', on a GPU whose own links fail is those
     links' failure, not the GPU's: the verdict names the link (and the localizer the part), not
     a healthy GPU. Charged to the GPU's lowest failing link, naming the others; the same every
     run, whatever the moment of reading."""
-    failing_links = {}
+    failing_links: dict[str, set[str]] = {}
     for check in checks:
         if check.verdict in bad and check.component in topology.links:
             failing_links.setdefault(topology.links[check.component].gpu, set()).add(check.component)
@@ -201,21 +211,22 @@ def _link_symptoms_to_their_links(checks, bad, topology):
     return moved
 
 
-def _own_failures(gpu_id, checks, bad):
+def _own_failures(gpu_id: str, checks: list[Check], bad: set[str]) -> list[dict[str, Any]]:
     """The checks a GPU failed on its own account (its links' are theirs by now; its XIDs go to
     the localizer as XIDs): what the localizer names it for, and what decides its repair."""
     return [{"check": c.check, "value": c.value, "reason": c.reason} for c in checks
             if c.component == gpu_id and c.verdict in bad and c.check != "xid"]
 
 
-def _xid_events(reading):
+def _xid_events(reading: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"xid": x["xid"], "time": x.get("time")} for x in (reading.get("counters") or {}).get("xids") or []
             if isinstance(x, dict) and isinstance(x.get("xid"), int)]
 
 
-def _gpu_rows(rack, gpu_readings, system, checks):
+def _gpu_rows(rack: Rack, gpu_readings: dict[str, dict[str, Any]], system: dict[str, dict[str, Any]],
+              checks: list[Check]) -> list[dict[str, Any]]:
     model = rack.model
-    verdicts = {}
+    verdicts: dict[str, list[str]] = {}
     for check in checks:
         verdicts.setdefault(check.component, []).append(check.verdict)
     rows = []
@@ -231,7 +242,7 @@ def _gpu_rows(rack, gpu_readings, system, checks):
                 "name": reading.get("name"), "uuid": reading.get("uuid"), "serial": reading.get("serial"),
                 "vbios": reading.get("vbios"), "inforom": reading.get("inforom"), "pci_bus_id": reading.get("pci_bus_id"),
                 "lost": bool(reading.get("lost")), "driver": (system.get(tray) or {}).get("driver_version"),
-                "xids": sorted({x.get("xid") for x in xids if isinstance(x, dict) and isinstance(x.get("xid"), int)}),
+                "xids": sorted({x["xid"] for x in xids if isinstance(x, dict) and isinstance(x.get("xid"), int)}),
                 **{name: metric_value(name, reading) for name in METRICS},
             })
         else:
@@ -240,9 +251,9 @@ def _gpu_rows(rack, gpu_readings, system, checks):
     return rows
 
 
-def _failing(checks, bad, topology):
+def _failing(checks: list[Check], bad: set[str], topology: Topology) -> dict[str, list[str]]:
     """The failing components, by kind: what the verdict names."""
-    failing = {"gpus": set(), "links": set(), "trays": set(), "other": set()}
+    failing: dict[str, set[str]] = {"gpus": set(), "links": set(), "trays": set(), "other": set()}
     for check in checks:
         component = check.component
         if check.verdict == "incomplete" and check.check == "tray.reported":

@@ -3,14 +3,20 @@ its verdict — including the links nobody could read, which are not healthy but
 
 The GPU end comes from the compute tray's probe document (`counters.links`); the switch end,
 where a switch tray reported its port counters, from that tray's document. The same rows make
-CONTRACT's link-health snapshot, which is what the localizer reads.
+the link-health snapshot, which is what the localizer reads.
 """
 
-from dataclasses import dataclass, field
+from __future__ import annotations
 
-from opsctl.burnin.checks import worst
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opsctl.burnin.checks import Check, worst
 from opsctl.localize.snapshot import SNAPSHOT_FORMAT
 from probes.counters import SNAPSHOT_COUNTERS  # snapshot counter -> the probe's delta that carries it
+
+if TYPE_CHECKING:
+    from opsctl.topology.graph import Topology
 
 UNOBSERVED = "unobserved"
 
@@ -31,19 +37,20 @@ class LinkRow:
     switch_state: str | None = None
     reasons: list = field(default_factory=list)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "gpu": self.gpu, "port": self.port, "switch": self.switch, "switch_port": self.switch_port,
                 "verdict": self.verdict, "state": self.state, "deltas": self.deltas, "effective_ber": self.effective_ber,
                 "switch_deltas": self.switch_deltas, "switch_state": self.switch_state, "reasons": self.reasons}
 
 
-def link_rows(topology, gpu_readings, switch_readings, checks):
+def link_rows(topology: Topology, gpu_readings: dict[str, dict[str, Any]],
+              switch_readings: dict[tuple[str, int], dict[str, Any]], checks: list[Check]) -> list[LinkRow]:
     """One LinkRow per link of the topology.
 
     gpu_readings: GPU id -> that GPU's entry of its tray's probe document (observed GPUs only);
     switch_readings: (switch chip id, switch port) -> that port's row of its switch tray's
     document (`switch_links`); checks: every Check."""
-    by_component = {}
+    by_component: dict[str, list[Check]] = {}
     for check in checks:
         by_component.setdefault(check.component, []).append(check)
     rows = []
@@ -67,7 +74,7 @@ def link_rows(topology, gpu_readings, switch_readings, checks):
     return rows
 
 
-def _port_reading(gpu, port):
+def _port_reading(gpu: Any, port: int) -> dict[str, Any] | None:
     if not isinstance(gpu, dict):
         return None
     for entry in (gpu.get("counters") or {}).get("links") or []:
@@ -76,18 +83,19 @@ def _port_reading(gpu, port):
     return None
 
 
-def rack_snapshot(rack, model, window_s, rows, gpus, trays, link_checks=None):
-    """CONTRACT's link-health snapshot of the burn-in window (input of `opsctl localize`), with
+def rack_snapshot(rack: str, model: str, window_s: float, rows: list[LinkRow], gpus: list[dict[str, Any]],
+                  trays: list[dict[str, Any]], link_checks: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The link-health snapshot of the burn-in window (input of `opsctl localize`), with
     the fields the localizer also reads: each end of a link (`side`), the effective BER, XIDs
     with their time, which trays answered, and the checks a link failed on its own measurement.
 
     gpus: [{"id", "reachable", "xids": [{"xid", "time"}]}] of the GPUs whose tray reported;
     trays: [{"tray", "status", "error"}]; link_checks: {link id: [{"check", "value", "reason"}]}.
-    Links nobody read are left out, as CONTRACT says: absent is 'not observed', not healthy."""
+    Links nobody read are left out, as the snapshot format says: absent is 'not observed', not healthy."""
     links = []
     link_checks = link_checks or {}
     for row in rows:
-        entries = []
+        entries: list[dict[str, Any]] = []
         if row.state is not None or row.deltas:
             entries.append(_snapshot_entry(row, "gpu", row.state, row.deltas, row.effective_ber))
         if row.switch_deltas is not None:
@@ -100,8 +108,8 @@ def rack_snapshot(rack, model, window_s, rows, gpus, trays, link_checks=None):
             "links": links, "gpus": gpus, "trays": trays}
 
 
-def _snapshot_entry(row, side, state, deltas, ber):
-    entry = {"gpu": row.gpu, "port": row.port, "side": side, "state": state or "up"}
+def _snapshot_entry(row: LinkRow, side: str, state: str | None, deltas: dict[str, Any], ber: float | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"gpu": row.gpu, "port": row.port, "side": side, "state": state or "up"}
     for counter, source in SNAPSHOT_COUNTERS.items():
         if source in deltas:
             entry[counter] = deltas[source]

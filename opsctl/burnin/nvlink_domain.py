@@ -16,13 +16,22 @@ trays that never joined or had not arrived when a collective timed out (incomple
 the bisection's slow tray (failed, named — and handed to the localizer as evidence).
 """
 
+from __future__ import annotations
+
 import socket
+import threading
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check
 from opsctl.fanout import FanoutOptions, run_on_trays
 from probes.judge import load_references
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack, Tray
+    from opsctl.backend import RackSpec
 
 DOMAIN_FILE = "domain.json"
 DOMAIN_FORMAT = "opsctl-domain/1"
@@ -43,7 +52,8 @@ class DomainOptions:
 
 
 # --- prerequisites -----------------------------------------------------------------------------------
-def prerequisites(rack, gpu_readings, systems, imex_documents):
+def prerequisites(rack: Rack, gpu_readings: dict[str, dict[str, Any]], systems: dict[str, dict[str, Any]],
+                  imex_documents: dict[str, dict[str, Any]]) -> list[tuple[str, list[Check]]]:
     """[(name, Check list)] in order; a prerequisite passes when none of its checks fails."""
     rules = load_references().rules
     found = []
@@ -73,7 +83,7 @@ def prerequisites(rack, gpu_readings, systems, imex_documents):
                                 ["completed", 0], "state, status", "!=", fabric_rule,
                                 f"{gpu_id}: fabric {info.get('state') or 'unread'}, status {info.get('status')}"))
         found.append(("fabric registration completed with status success on every GPU", fabric))
-        cliques = Counter(_clique(r) for r in gpu_readings.values() if _clique(r) is not None)
+        cliques = Counter(c for c in map(_clique, gpu_readings.values()) if c is not None)
         clique_checks = []
         if cliques:
             (domain, count), = cliques.most_common(1)
@@ -100,14 +110,14 @@ def prerequisites(rack, gpu_readings, systems, imex_documents):
     return found
 
 
-def _clique(reading):
+def _clique(reading: dict[str, Any]) -> tuple[Any, Any] | None:
     fabric = (reading.get("counters") or {}).get("fabric") or {}
     if fabric.get("state") != "completed" or fabric.get("clique_id") is None:
         return None
     return (fabric.get("clique_id"), fabric.get("cluster_uuid"))
 
 
-def blocking(prereqs):
+def blocking(prereqs: list[tuple[str, list[Check]]]) -> list[str]:
     """Why the load must not run: one line per prerequisite that fails (or cannot be told)."""
     lines = []
     for name, checks in prereqs:
@@ -118,7 +128,8 @@ def blocking(prereqs):
 
 
 # --- running it ----------------------------------------------------------------------------------------
-def run_domain_test(rack, workdir, tray_documents, sim_spec, options=None, stop=None):
+def run_domain_test(rack: Rack, workdir: str | Path, tray_documents: dict[str, Any], sim_spec: RackSpec | None,
+                    options: DomainOptions | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
     """The domain document: the IMEX readings, the prerequisites' verdicts, and — when they
     pass — every compute tray's collective document."""
     options = options or DomainOptions()
@@ -126,7 +137,7 @@ def run_domain_test(rack, workdir, tray_documents, sim_spec, options=None, stop=
     trays = [t for t in rack.trays if t.name in compute]
     fanout = FanoutOptions(concurrency=max(1, len(trays)), connect_timeout_s=options.connect_timeout_s,
                            run_timeout_s=options.rendezvous_timeout_s + 120.0, accept_new_host_keys=options.accept_new_host_keys)
-    imex = {}
+    imex: dict[str, Any] = {}
     if rack.model.is_nvl72:
         for result in run_on_trays(rack, ["imex", "--json"], trays=[t.name for t in trays], options=fanout,
                                    workdir=workdir, sim_spec=sim_spec, stop=stop):
@@ -134,7 +145,7 @@ def run_domain_test(rack, workdir, tray_documents, sim_spec, options=None, stop=
                 imex[result.tray] = result.document
     gpus, systems = gpu_readings_of(rack, tray_documents)
     reasons = blocking(prerequisites(rack, gpus, systems, imex))
-    document = {"format": DOMAIN_FORMAT, "imex": imex, "collective": {}, "ran": not reasons, "not_run_because": reasons,
+    document: dict[str, Any] = {"format": DOMAIN_FORMAT, "imex": imex, "collective": {}, "ran": not reasons, "not_run_because": reasons,
                 "options": options.__dict__, "trays": [t.name for t in trays]}
     if reasons or not trays:
         return document
@@ -153,12 +164,12 @@ def run_domain_test(rack, workdir, tray_documents, sim_spec, options=None, stop=
     return document
 
 
-def rendezvous_address(rack, first_tray):
+def rendezvous_address(rack: Rack, first_tray: Tray) -> str:
     """Where every tray finds the job's TCPStore: the first compute tray (this machine for local trays)."""
     return "127.0.0.1" if rack.transport == "local" else first_tray.host
 
 
-def _port(rack, options):
+def _port(rack: Rack, options: DomainOptions) -> int:
     if rack.transport != "local":
         return options.master_port
     with socket.socket() as s:  # local trays: any free port here, so that runs side by side do not meet
@@ -166,9 +177,10 @@ def _port(rack, options):
         return s.getsockname()[1]
 
 
-def gpu_readings_of(rack, tray_documents):
+def gpu_readings_of(rack: Rack, tray_documents: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """({GPU id: its entry of its tray's run document}, {tray: the document's system})."""
-    gpus, systems = {}, {}
+    gpus: dict[str, dict[str, Any]] = {}
+    systems: dict[str, dict[str, Any]] = {}
     for tray, document in tray_documents.items():
         if not isinstance(document, dict):
             continue
@@ -181,15 +193,16 @@ def gpu_readings_of(rack, tray_documents):
 
 
 # --- judging it ----------------------------------------------------------------------------------------
-def judge_domain(rack, gpu_readings, systems, document):
+def judge_domain(rack: Rack, gpu_readings: dict[str, dict[str, Any]], systems: dict[str, dict[str, Any]],
+                 document: dict[str, Any]) -> tuple[list[Check], dict[str, Any], list[str]]:
     """(checks, the report's domain section, notes) of a domain document."""
     prereqs = prerequisites(rack, gpu_readings, systems, document.get("imex") or {})
     checks = [c for _, found in prereqs for c in found if c.check != "domain.fabric"]  # the probe judged fabric already
-    section = {"prerequisites": [{"name": name, "passed": not any(c.verdict in ("fail", "incomplete") for c in found),
+    section: dict[str, Any] = {"prerequisites": [{"name": name, "passed": not any(c.verdict in ("fail", "incomplete") for c in found),
                                   "reasons": [c.reason for c in found if c.verdict != "pass"][:8]}
                                  for name, found in prereqs],
                "ran": bool(document.get("ran")), "not_run_because": document.get("not_run_because") or []}
-    notes = []
+    notes: list[str] = []
     if not document.get("ran"):
         notes.append("NVLink domain test not run: " + "; ".join(section["not_run_because"]))
         return checks, section, notes
@@ -207,7 +220,7 @@ def judge_domain(rack, gpu_readings, systems, document):
         checks.append(Check("collective.joined", rack.model.tray_id(rack_id, tray), "incomplete", False, True, "", "!=",
                             INCOMPLETE_SOURCE, f"{rack.model.tray_id(rack_id, tray)} never joined the rack's collective ({reason})"))
     for tray in not_arrived:
-        timed = next((r["document"]["timed_out"] for r in results.values()
+        timed: dict[str, Any] = next((r["document"]["timed_out"] for r in results.values()
                       if (r.get("document") or {}).get("timed_out")), {}) or {}
         checks.append(Check("collective.answered", rack.model.tray_id(rack_id, tray), "incomplete", False, True, "", "!=",
                             INCOMPLETE_SOURCE, f"{rack.model.tray_id(rack_id, tray)} had not arrived at the "
@@ -224,7 +237,7 @@ def judge_domain(rack, gpu_readings, systems, document):
         for raw in tray_document.get("checks") or []:
             if raw.get("component") == "tray":  # the tray's own: named by its id
                 checks.append(Check.from_probe({**raw, "component": ""}, rack.model.tray_id(rack_id, tray)))
-    seen = set()
+    seen: set[str] = set()
     for tray, tray_document in sorted(complete.items(), key=lambda item: trays.index(item[0])):
         for raw in tray_document.get("checks") or []:  # the job's checks: every tray holds them; once each
             if raw.get("component") == "job" and (raw["check"] not in seen or raw.get("verdict") == "fail"):
@@ -245,7 +258,7 @@ def judge_domain(rack, gpu_readings, systems, document):
     return checks, section, notes
 
 
-def slow_tray(rounds):
+def slow_tray(rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
     """{"tray", "busbw_gbps", "other_gbps"} when the bisection narrowed to one tray, else None."""
     if not rounds or rounds[-1].get("slower") is None:
         return None
@@ -257,15 +270,15 @@ def slow_tray(rounds):
     return {"tray": slower["trays"][0], "busbw_gbps": slower["busbw_gbps"], "other_gbps": other["busbw_gbps"]}
 
 
-def _figures(first, rack, results):
+def _figures(first: dict[str, Any], rack: Rack, results: dict[str, Any]) -> dict[str, Any]:
     """The report's figures: bus bandwidth by size per collective, against the floor and ceiling."""
     refs = load_references(sku=first.get("sku"))
     figure = (refs.sku or {}).get("collective") or {}
-    by_op = {}
+    by_op: dict[str, list[dict[str, Any]]] = {}
     for row in first.get("results") or []:
         judged = row["operation"] == "all_reduce" and figure and row["bytes"] >= figure.get("from_bytes", 0)
         by_op.setdefault(row["operation"], []).append({**row, "floor_gbps": figure.get("min_busbw_gbps") if judged else None})
-    paths = {}
+    paths: dict[str, int] = {}
     nvls = False
     for result in results.values():
         transport = (result.get("document") or {}).get("transport") or {}

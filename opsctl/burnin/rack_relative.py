@@ -6,10 +6,17 @@ The rack is the reference here: robust statistics (median, and MAD scaled to a s
 deviation) so that the outliers being looked for do not move the bar.
 """
 
+from __future__ import annotations
+
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check
+
+if TYPE_CHECKING:
+    from opsctl.acceptance.criteria import Criteria, RelativeRule
 
 MAD_TO_SIGMA = 1.4826  # MAD × this estimates σ of normally spread readings
 
@@ -21,7 +28,7 @@ class Metric:
     path: tuple  # where the reading is in a probe document's GPU entry
 
 
-def _reading(gpu, path):
+def _reading(gpu: Any, path: Sequence[str]) -> Any:
     value = gpu
     for key in path:
         if not isinstance(value, dict):
@@ -30,7 +37,7 @@ def _reading(gpu, path):
     return value
 
 
-def _mean_peer_gbps(gpu):
+def _mean_peer_gbps(gpu: dict[str, Any]) -> float | None:
     peers = _reading(gpu, ("nvlink", "peer_gbps"))
     if not isinstance(peers, dict):
         return None
@@ -49,7 +56,7 @@ METRICS = {
 }
 
 
-def metric_value(name, gpu):
+def metric_value(name: str, gpu: dict[str, Any]) -> float | None:
     if name == "nvlink_gbps":
         return _mean_peer_gbps(gpu)
     value = _reading(gpu, METRICS[name].path)
@@ -63,27 +70,28 @@ class RackGpu:
     reading: dict  # the GPU's entry of its tray's probe document
 
 
-def limit_for(rule, median, sigma):
+def limit_for(rule: RelativeRule, median: float, sigma: float) -> float:
     """The bar a GPU must not cross: the wider of the fixed margin and the spread margin."""
     spread = rule.robust_sigmas * sigma
-    if rule.worse == "lower":
-        margin = median * rule.pct / 100.0 if rule.pct is not None else rule.delta
-        return median - max(margin, spread)
     margin = median * rule.pct / 100.0 if rule.pct is not None else rule.delta
+    assert margin is not None  # the criteria file gives exactly one of pct and delta (criteria.py)
+    if rule.worse == "lower":
+        return median - max(margin, spread)
     return median + max(margin, spread)
 
 
-def judge_rack_relative(gpus, criteria):
+def judge_rack_relative(gpus: Sequence[RackGpu], criteria: Criteria) -> tuple[list[Check], list[str]]:
     """Checks for every GPU and rule, and notes on what could not be compared."""
-    checks, notes = [], []
-    by_sku = {}
+    checks: list[Check] = []
+    notes: list[str] = []
+    by_sku: dict[str, list[RackGpu]] = {}
     for gpu in gpus:
         by_sku.setdefault(gpu.sku, []).append(gpu)
     for sku, members in sorted(by_sku.items()):
         for rule in criteria.rules:
             metric = METRICS[rule.metric]
-            readings = [(gpu, metric_value(rule.metric, gpu.reading)) for gpu in members]
-            readings = [(gpu, value) for gpu, value in readings if value is not None]
+            read = [(gpu, metric_value(rule.metric, gpu.reading)) for gpu in members]
+            readings = [(gpu, value) for gpu, value in read if value is not None]
             if not readings:
                 continue  # the probe did not measure it (fp8 on a GPU without fp8, a probe left out)
             if len(readings) < criteria.min_gpus:

@@ -10,12 +10,15 @@ Starting or resuming a run locks its folder for this process (opsctl/runs/run_lo
 run is never run twice at once.
 """
 
+from __future__ import annotations
+
 import getpass
 import json
 import socket
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl import __version__
 from opsctl.acceptance.criteria import PROBES, load_criteria
@@ -29,6 +32,15 @@ from opsctl.fanout import FanoutOptions, run_on_trays
 from opsctl.reports import REPORT_FILES, write_reports
 from opsctl.runs import RunDirectory
 from opsctl.runs.journal import utc_now
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from opsctl.acceptance.criteria import Criteria
+    from opsctl.burnin.judge import RackJudgment
+    from opsctl.fanout.runner import TrayResult
+    from opsctl.inventory import Rack, Tray
+    from opsctl.topology.graph import Topology
 
 SUMMARY_FORMAT = "opsctl-burnin/1"
 # What judging writes; the summary lists the other files of the run, the raw ones, with their hashes.
@@ -51,29 +63,30 @@ class Plan:
     via: str = "inventory"  # `--via slurm`: the compute trays as one Slurm job (opsctl/fanout/slurm.py)
 
     @property
-    def criteria(self):
+    def criteria(self) -> Criteria:
         return load_criteria(self.criteria_file)
 
-    def fanout_options(self):
+    def fanout_options(self) -> FanoutOptions:
         return FanoutOptions(concurrency=self.concurrency, connect_timeout_s=self.connect_timeout_s,
                              run_timeout_s=self.run_timeout_s, accept_new_host_keys=self.accept_new_host_keys,
                              via=self.via)
 
-    def selected_probes(self, criteria):
+    def selected_probes(self, criteria: Criteria) -> tuple[str, ...]:
         return tuple(self.probes or criteria.probes)
 
-    def runs_domain_test(self, criteria):
+    def runs_domain_test(self, criteria: Criteria) -> bool:
         """Whether the rack's NVLink domain runs as one collective job after the tray probes."""
         return DOMAIN_PROBE in self.selected_probes(criteria)
 
-    def probe_args(self, criteria):
+    def probe_args(self, criteria: Criteria) -> list[str]:
         tray_probes = [p for p in self.selected_probes(criteria) if p != DOMAIN_PROBE] or ["counters"]
         return ["run", "--duration", f"{self.duration_s:g}", "--probes", ",".join(tray_probes), "--json"]
 
 
-def make_plan(kind, criteria_file=None, duration_s=None, concurrency=FanoutOptions.concurrency,
-              connect_timeout_s=FanoutOptions.connect_timeout_s, run_timeout_s=None, accept_new_host_keys=False,
-              probes=None, via=None):
+def make_plan(kind: str, criteria_file: str | None = None, duration_s: float | None = None,
+              concurrency: int = FanoutOptions.concurrency, connect_timeout_s: float = FanoutOptions.connect_timeout_s,
+              run_timeout_s: float | None = None, accept_new_host_keys: bool = False,
+              probes: tuple[str, ...] | None = None, via: str | None = None) -> Plan:
     criteria = load_criteria(criteria_file)
     if probes is not None:
         unknown = [p for p in probes if p not in PROBES]
@@ -96,7 +109,7 @@ def make_plan(kind, criteria_file=None, duration_s=None, concurrency=FanoutOptio
                 accept_new_host_keys=accept_new_host_keys, probes=probes, via=via or "inventory")
 
 
-def operator():
+def operator() -> str:
     """Who ran it, as the report records: user@host."""
     try:
         user = getpass.getuser()
@@ -105,7 +118,7 @@ def operator():
     return f"{user}@{socket.gethostname()}"
 
 
-def start_run(rack, plan, out=None):
+def start_run(rack: Rack, plan: Plan, out: str | Path | None = None) -> RunDirectory:
     criteria = plan.criteria
     meta = {"inventory": str(Path(rack.source).resolve()), "created": utc_now(), "by": operator(), "plan": asdict(plan),
             "criteria": criteria.record()}
@@ -114,7 +127,7 @@ def start_run(rack, plan, out=None):
     return run
 
 
-def resume_run(name):
+def resume_run(name: str | Path) -> tuple[RunDirectory, Plan, dict[str, Any]]:
     """The run and its plan; the rack is read again from the inventory it recorded.
 
     The run is locked for this process (runs/run_lock.py): a second `--resume` of a run that
@@ -128,7 +141,7 @@ def resume_run(name):
     return run, plan, meta
 
 
-def unchanged_criteria(run, plan):
+def unchanged_criteria(run: RunDirectory, plan: Plan) -> Criteria:
     """The plan's criteria; refused when the file changed since the run started."""
     criteria = plan.criteria
     recorded = (run.meta.get("criteria") or {}).get("sha256")
@@ -138,7 +151,8 @@ def unchanged_criteria(run, plan):
     return criteria
 
 
-def execute(rack, run, plan, progress_console=None):
+def execute(rack: Rack, run: RunDirectory, plan: Plan,
+            progress_console: Console | None = None) -> tuple[RackJudgment, dict[str, Any]]:
     """Run what is left, judge, write the summary and reports; return (judgment, summary)."""
     criteria = unchanged_criteria(run, plan)
     topology = topology_for(rack)
@@ -149,11 +163,11 @@ def execute(rack, run, plan, progress_console=None):
     interrupted = False
     if todo:
         with TrayProgress(rack, todo, plan.duration_s, console=progress_console, already_done=sorted(done)) as progress:
-            def finished(result):
+            def finished(result: TrayResult) -> None:
                 run.save_tray_result(result)  # first: nothing that arrived is lost
                 progress.finished(result)
 
-            def started(tray):
+            def started(tray: Tray) -> None:
                 run.journal.record("tray_started", tray=tray.name, host=tray.host)
                 progress.started(tray)
 
@@ -167,7 +181,8 @@ def execute(rack, run, plan, progress_console=None):
     return judge_run(rack, run, plan, topology, interrupted)
 
 
-def _domain_test(rack, run, plan, topology, progress_console, stop):
+def _domain_test(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology, progress_console: Console | None,
+                 stop: threading.Event) -> None:
     """The rack's NVLink domain as one job, once the trays have reported (nvlink_domain.py)."""
     if progress_console is not None:
         progress_console.print(f"{rack.name}: NVLink domain test — prerequisites, then every GPU in one collective job …")
@@ -178,7 +193,8 @@ def _domain_test(rack, run, plan, topology, progress_console, stop):
     run.journal.record("domain_finished", ran=document["ran"])
 
 
-def judge_run(rack, run, plan, topology=None, interrupted=False):
+def judge_run(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology | None = None,
+              interrupted: bool = False) -> tuple[RackJudgment, dict[str, Any]]:
     """Judge every tray result the run holds; write summary.json, snapshot.json and the reports;
     return (judgment, summary). Also how `opsctl report` judges the racks Ansible ran."""
     criteria = plan.criteria
@@ -197,7 +213,7 @@ def judge_run(rack, run, plan, topology=None, interrupted=False):
     return judgment, summary
 
 
-def _outcomes(rack, run):
+def _outcomes(rack: Rack, run: RunDirectory) -> dict[str, TrayOutcome]:
     outcomes = {}
     for tray, entry in run.outcomes().items():
         outcomes[tray] = TrayOutcome(tray=tray, status=entry.get("status", "incomplete"), exit_code=entry.get("exit_code"),
@@ -207,7 +223,8 @@ def _outcomes(rack, run):
     return outcomes
 
 
-def summarize(rack, run, plan, criteria, judgment, interrupted):
+def summarize(rack: Rack, run: RunDirectory, plan: Plan, criteria: Criteria, judgment: RackJudgment,
+              interrupted: bool) -> dict[str, Any]:
     meta = run.meta
     judged = utc_now()
     return {

@@ -3,7 +3,7 @@ opsctl/cli/commands/, named like the command, and exposes `command` (a click com
 A module is imported only when its command runs (or help lists it), so start-up stays quick and
 one command's heavy imports never slow or break another.
 
-Every error ends as one line on stderr and opsctl's exit code (README, A tour of the commands):
+Every error ends as one line on stderr and opsctl's exit code (README, Exit codes):
 2 for bad input, 3 for incomplete work; a bug says so in one line too (OPSCTL_DEBUG=1 shows the
 traceback).
 """

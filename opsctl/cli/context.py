@@ -1,23 +1,32 @@
 """What commands share: the inventory named by --inventory / $OPSCTL_INVENTORY, and the rack."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from opsctl.inventory import load_inventory
 from opsctl.rack_models import NAME_PATTERN
 from opsctl.errors import InputError
 
+if TYPE_CHECKING:
+    from click.decorators import FC
 
-def inventory_from(ctx):
+    from opsctl.inventory import Inventory, Rack
+
+
+def inventory_from(ctx: click.Context) -> Inventory:
     return load_inventory(ctx.find_root().obj.get("inventory"))
 
 
-def rack_from(ctx, name):
+def rack_from(ctx: click.Context, name: str) -> Rack:
     if not NAME_PATTERN.fullmatch(name):
         raise InputError(f"rack name {name!r} is not valid ([A-Za-z0-9_.-]+)")
     return inventory_from(ctx).rack(name)
 
 
-def _remember_inventory(ctx, param, value):
+def _remember_inventory(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
         ctx.find_root().obj["inventory"] = value
     return value
@@ -31,6 +40,6 @@ inventory_option = click.option(
          "else the built-in simulated racks).")
 
 
-def rack_argument(command):
+def rack_argument(command: FC) -> FC:
     """The RACK argument of a command, and the --inventory it is looked up in."""
     return click.argument("rack")(inventory_option(command))

@@ -5,7 +5,12 @@ burnin, accept, report and triage record what they found unless told --no-ledger
 is a record of every run and triage, and one nobody remembers to feed measures nothing.
 """
 
+from __future__ import annotations
+
 import shlex
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +21,9 @@ from opsctl.ledger.database import check_url, without_password
 from opsctl.ledger.parts import Parts
 from opsctl.ledger.timestamps import parse_time
 
+if TYPE_CHECKING:
+    from click.decorators import FC
+
 class LedgerUrl(click.ParamType):
     """A ledger URL whose form can work (sqlite:///FILE, a path, postgresql://…), checked when the
     flag is read: a mistyped scheme is a bad flag (exit 2) before a burn-in starts, not a warning
@@ -23,7 +31,7 @@ class LedgerUrl(click.ParamType):
 
     name = "URL"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             check_url(value)
         except InputError as error:
@@ -42,7 +50,7 @@ class TimeType(click.ParamType):
 
     name = "TIME"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
         try:
             return parse_time(value, "")
         except InputError as error:  # not a time, or a year out of range: the message says which
@@ -52,20 +60,21 @@ class TimeType(click.ParamType):
 TIME = TimeType()
 
 
-def parts_for(ctx):
+def parts_for(ctx: click.Context) -> Parts:
     """Part ids are checked against the inventory the user named (--inventory, $OPSCTL_INVENTORY),
     else the ledger's own racks and the built-in inventory."""
     return Parts(inventory_from(ctx)) if ctx.find_root().obj.get("inventory") else Parts()
 
 
-def recording_options(command):
+def recording_options(command: FC) -> FC:
     """--ledger/--no-ledger and --db, for a command whose result goes into the ledger."""
     command = db_option(command)
     return click.option("--ledger/--no-ledger", "record", default=True, show_default=True,
                         help="Record the result in the fleet's ledger (opsctl ledger stats).")(command)
 
 
-def record_in_ledger(ctx, record, document, db, later):
+def record_in_ledger(ctx: click.Context, record: Callable[..., list[dict[str, Any]]], document: dict[str, Any],
+                     db: str | None, later: str) -> bool:
     """Record `document` with `record` (record_burnin, record_triage); a ledger that cannot be
     written costs a warning, never the result: `later` says how to record it by hand. Says on
     stderr what the ledger holds now — a new record, or one it already had (nothing counted twice)."""
@@ -83,7 +92,7 @@ def record_in_ledger(ctx, record, document, db, later):
     return True
 
 
-def db_flag(db):
+def db_flag(db: str | None) -> str:
     """' --db URL' for a hint the user pastes, so that it writes to the ledger they named; the
     password left out (libpq then takes it from PGPASSWORD or ~/.pgpass), never printed."""
     if not db:
@@ -94,12 +103,12 @@ def db_flag(db):
 
 
 # --- saying what was recorded ------------------------------------------------------------------
-def recorded_line(item):
+def recorded_line(item: dict[str, Any]) -> str:
     """One line for what record_burnin or record_triage returned."""
     return triage_line(item) if "triage" in item else run_line(item)
 
 
-def run_line(run):
+def run_line(run: dict[str, Any]) -> str:
     """'rack07 burnin 2026-…: fail, failing parts: rack07/ct12/j2 (explains 3 failing links) (recorded)'."""
     counted = [p for p in run["failing_parts"] if not p.get("explained_by")]
     failing = ", ".join(_explaining(p, run["failing_parts"]) for p in counted) or "none"
@@ -114,7 +123,7 @@ def run_line(run):
             f"{handover} ({status})")
 
 
-def _explaining(part, failing):
+def _explaining(part: dict[str, Any], failing: list[dict[str, Any]]) -> str:
     """'rack07/ct12/j2 (explains 3 failing links)': the symptoms a part accounts for."""
     symptoms = [p for p in failing if p.get("explained_by") == part["part"]]
     if not symptoms:
@@ -123,7 +132,7 @@ def _explaining(part, failing):
     return f"{part['part']} (explains {len(symptoms)} failing {'/'.join(k + 's' for k in kinds)})"
 
 
-def triage_line(triage):
+def triage_line(triage: dict[str, Any]) -> str:
     """'rack07 triage 2026-…: rack07/ct12/j2 (connector): new incident inc-…; … (recorded)'."""
     if triage["healthy"]:
         what = "healthy"

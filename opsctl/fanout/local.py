@@ -11,16 +11,23 @@ stops when the kernel closes it with opsctl. Its output is read by two threads a
 probe blocked on a full pipe would never end), not by communicate(), which closes stdin.
 """
 
+from __future__ import annotations
+
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from io import BufferedReader
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, cast
 
 from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut
 from opsctl.runs.atomic_file import write_bytes_atomic
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Tray
 
 POLL_S = 0.2
 READ_BYTES = 1 << 16
@@ -30,20 +37,21 @@ GRACE_S = 3.0  # between SIGTERM and SIGKILL
 class LocalTransport:
     name = "local"
 
-    def __init__(self, workdir):
+    def __init__(self, workdir: str | Path) -> None:
         self.workdir = Path(workdir)
 
-    def check(self, tray):
+    def check(self, tray: Tray) -> None:
         pass  # nothing from the inventory reaches the command line
 
-    def spec_delivery(self, spec_json):
+    def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:
         # A file beside the run's other files: the record of what the trays were told.
         path = self.workdir / "sim-spec.json"
         if not path.exists() or path.read_bytes() != spec_json:
             write_bytes_atomic(path, spec_json)
         return ["--sim-spec", str(path)], None
 
-    def run(self, tray, argv, stdin, timeout_s, stop):
+    def run(self, tray: Tray, argv: list[str], stdin: bytes | None, timeout_s: float,
+            stop: threading.Event) -> Completed:
         deadline = time.monotonic() + timeout_s
         # close_fds (the default) matters: a probe started beside this one must not inherit the
         # write end of this one's stdin, or this one would never see it close.
@@ -71,23 +79,23 @@ class LocalTransport:
 class _Drain:
     """Read a pipe to its end in a thread."""
 
-    def __init__(self, pipe):
-        self.pipe = pipe
-        self.chunks = []
+    def __init__(self, pipe: IO[bytes] | None) -> None:
+        self.pipe = cast(BufferedReader, pipe)  # Popen(stdout=PIPE) gives a buffered reader: it has read1
+        self.chunks: list[bytes] = []
         self.thread = threading.Thread(target=self._read, daemon=True, name="probe-output")
         self.thread.start()
 
-    def _read(self):
+    def _read(self) -> None:
         with self.pipe:
             while chunk := self.pipe.read1(READ_BYTES):
                 self.chunks.append(chunk)
 
-    def data(self):
+    def data(self) -> bytes:
         self.thread.join()
         return b"".join(self.chunks)
 
 
-def _feed(pipe, data):
+def _feed(pipe: IO[bytes], data: bytes) -> None:
     """Write `data` to the probe's stdin and leave it open."""
     try:
         pipe.write(data)
@@ -96,7 +104,7 @@ def _feed(pipe, data):
         pass  # the probe ended (or was stopped) without reading it all: its exit code says why
 
 
-def _ended(process, *drains):
+def _ended(process: subprocess.Popen[bytes], *drains: _Drain) -> bool:
     """Wait up to POLL_S for the probe to exit and its output to end; whether both happened."""
     try:
         process.wait(timeout=POLL_S)
@@ -109,14 +117,16 @@ def _ended(process, *drains):
     return True
 
 
-def _close(pipe):
+def _close(pipe: IO[bytes] | None) -> None:
+    if pipe is None:  # Popen gives None only for a stream it was not asked to pipe
+        return
     try:
         pipe.close()
     except (BrokenPipeError, OSError):
         pass
 
 
-def _stop(process):
+def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the probe's process group, SIGKILL if it lingers. (Stdin is closed after, once
     the probe is gone: closing it sooner could wait on a write the probe will never read.)"""
     for sig in (signal.SIGTERM, signal.SIGKILL):

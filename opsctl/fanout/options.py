@@ -2,6 +2,10 @@
 trays (`burnin`, `accept`; meant for `snapshot` and `triage` too), in one place so that they
 read and default alike everywhere."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from opsctl.fanout.runner import FanoutOptions
@@ -9,8 +13,11 @@ from opsctl.input_checks import MAX_CONCURRENCY, seconds
 
 DEFAULTS = FanoutOptions()
 
+if TYPE_CHECKING:
+    from click.decorators import FC
 
-def reach_options(command):
+
+def reach_options(command: FC) -> FC:
     """--concurrency, --connect-timeout and --accept-new-host-keys."""
     for option in reversed([
         click.option("--concurrency", type=click.IntRange(min=1, max=MAX_CONCURRENCY), default=DEFAULTS.concurrency, show_default=True,

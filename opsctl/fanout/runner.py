@@ -16,20 +16,38 @@ time, from worker threads): write results as they arrive there. Ctrl-C stops the
 still working; their results say `interrupted`, and what finished is returned as it was.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import json
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from opsctl.fanout.local import LocalTransport
 from opsctl.fanout.ssh import SshTransport
-from opsctl.fanout.transport import STOP_ON_HANGUP, Interrupted, TransportError
+from opsctl.fanout.transport import STOP_ON_HANGUP, Completed, Interrupted, Transport, TransportError
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack, Tray
+    from opsctl.backend import RackSpec
+
+_Value = TypeVar("_Value")
+
+
+class _Named(Protocol):
+    """All a result needs of its transport: the name it records (Ansible's records have no
+    transport object, only the name)."""
+
+    @property
+    def name(self) -> str: ...
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
@@ -50,7 +68,7 @@ class TrayResult:
     host: str  # the inventory host
     status: str  # complete | incomplete
     exit_code: int | None  # the probe's; None when it never ended on its own
-    document: dict | None  # the probe's JSON document, when it printed one
+    document: dict[str, Any] | None  # the probe's JSON document, when it printed one
     stdout: bytes = b""  # exactly what the probe printed (the raw file of the run)
     stderr: str = ""
     reason: str | None = None  # why incomplete, in one line
@@ -60,11 +78,11 @@ class TrayResult:
     transport: str = ""
 
     @property
-    def complete(self):
+    def complete(self) -> bool:
         return self.status == COMPLETE
 
 
-def transport_for(rack, options, workdir):
+def transport_for(rack: Rack, options: FanoutOptions, workdir: str | Path) -> Transport:
     """The rack's transport (inventory `opsctl_transport`), or Slurm jobs (`--via slurm`)."""
     if options.via == "slurm":
         from opsctl.fanout.slurm import SlurmTransport
@@ -78,7 +96,7 @@ def transport_for(rack, options, workdir):
                         connect_timeout_s=options.connect_timeout_s)
 
 
-def known_hosts_of(rack):
+def known_hosts_of(rack: Rack) -> str | None:
     """`opsctl_known_hosts` (relative to the inventory file), else None: ~/.ssh/known_hosts."""
     if not rack.known_hosts:
         return None
@@ -86,12 +104,15 @@ def known_hosts_of(rack):
     return str(path if path.is_absolute() else rack.source.parent / path)
 
 
-def probe_argv(rack, tray, probe_args, spec_args):
+def probe_argv(rack: Rack, tray: Tray, probe_args: Sequence[str], spec_args: Sequence[str]) -> list[str]:
     return [*probe_args, "--backend", rack.backend, "--tray", tray.name, *spec_args]
 
 
-def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, sim_spec=None,
-                 on_start=None, on_result=None, stop=None):
+def run_on_trays(rack: Rack, probe_args: Sequence[str], *, trays: Iterable[str] | None = None,
+                 options: FanoutOptions | None = None, workdir: str | Path | None = None,
+                 sim_spec: RackSpec | dict[str, Any] | None = None, on_start: Callable[[Tray], object] | None = None,
+                 on_result: Callable[[TrayResult], object] | None = None,
+                 stop: threading.Event | None = None) -> list[TrayResult]:
     """Run `python -m probes PROBE_ARGS` on the rack's trays (all, or the names in `trays`);
     return one TrayResult per tray, in rack order."""
     options = options or FanoutOptions()
@@ -103,7 +124,8 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
     for tray in selected:
         transport.check(tray)
     spec = sim_spec if sim_spec is not None else sim_spec_for(rack)
-    spec_args, stdin = ([], None)
+    spec_args: list[str] = []
+    stdin: bytes | None = None
     if spec is not None:
         spec = spec if isinstance(spec, dict) else on_one_timeline(spec).to_dict()
         spec_json = json.dumps(spec).encode()
@@ -111,12 +133,12 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
     stop = stop or threading.Event()
     report = threading.Lock()
 
-    def call(callback, value):
+    def call(callback: Callable[[_Value], object] | None, value: _Value) -> None:
         if callback is not None:
             with report:
                 callback(value)
 
-    def one(tray):
+    def one(tray: Tray) -> TrayResult:
         if stop.is_set():
             result = _incomplete(tray, transport, "not started: the run was interrupted", interrupted=True)
             call(on_result, result)
@@ -137,7 +159,7 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
         call(on_result, result)
         return result
 
-    results = {}
+    results: dict[str, TrayResult] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, min(options.concurrency, len(selected))), thread_name_prefix="tray")
     futures = {pool.submit(one, tray): tray for tray in selected}
     try:
@@ -160,7 +182,7 @@ def run_on_trays(rack, probe_args, *, trays=None, options=None, workdir=None, si
     return [results[t.name] for t in selected]
 
 
-def interpret(tray, transport, completed):
+def interpret(tray: Tray, transport: _Named, completed: Completed) -> TrayResult:
     """A probe that ran to its end: complete when it exited 0 or 1 with its document."""
     stderr = completed.stderr.decode("utf-8", "replace")
     last_line = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
@@ -175,7 +197,7 @@ def interpret(tray, transport, completed):
     reason = None
     if code in (EXIT_OK, EXIT_FAILED) and not isinstance(document, dict):
         reason = f"probe exited {code} but printed no JSON document" + (f": {last_line}" if last_line else "")
-    elif code in (EXIT_OK, EXIT_FAILED) and document.get("status") == INCOMPLETE:
+    elif code in (EXIT_OK, EXIT_FAILED) and isinstance(document, dict) and document.get("status") == INCOMPLETE:
         reason = "probe reported its run incomplete" + _first_error(document)
     elif code == EXIT_INCOMPLETE:
         reason = last_line or "probe reported incomplete (exit 3)"
@@ -190,11 +212,11 @@ def interpret(tray, transport, completed):
     )
 
 
-def _first_error(document):
+def _first_error(document: dict[str, Any]) -> str:
     errors = document.get("errors") or []
     return f": {errors[0]}" if errors and isinstance(errors[0], str) else ""
 
 
-def _incomplete(tray, transport, reason, interrupted=False):
+def _incomplete(tray: Tray, transport: _Named, reason: str, interrupted: bool = False) -> TrayResult:
     return TrayResult(tray=tray.name, host=tray.host, status=INCOMPLETE, exit_code=None, document=None,
                       reason=reason, interrupted=interrupted, transport=transport.name)

@@ -20,17 +20,28 @@ The runner calls `check` for every selected tray before any `run`: that is the j
 list. The first `run` of a compute tray starts the job; every compute tray's `run` waits for it.
 """
 
+from __future__ import annotations
+
 import re
 import shlex
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from opsctl.errors import OpsctlError
 from opsctl.fanout.local import _close, _Drain, _ended, _feed, _stop
 from opsctl.fanout.ssh import SshTransport
 from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
 from opsctl.slurm import scontrol
+
+if TYPE_CHECKING:
+    from opsctl.fanout.transport import Transport
+    from opsctl.inventory import Tray
+
+# A task's result: the probe's exit code (None if the task died first), its stdout, its stderr.
+TaskOutcome = tuple[int | None, bytes, str]
 
 SRUN = "srun"
 JOB_NAME = "opsctl-probes"
@@ -39,7 +50,7 @@ TRAY_LINE = "opsctl-tray "
 EXIT_LINE = "opsctl-exit "
 
 
-def task_script(trays):
+def task_script(trays: Sequence[Tray]) -> str:
     """The shell text each task runs: which tray this node is, then the probe. Node, tray and
     Python names were validated by the inventory (and are quoted all the same)."""
     cases = "\n".join(f"  {shlex.quote(t.slurm_node)}) tray={shlex.quote(t.name)}; python={shlex.quote(t.python)};;"
@@ -52,22 +63,22 @@ def task_script(trays):
             f'echo "{EXIT_LINE}$?"\n')
 
 
-def srun_argv(nodes, script, probe_argv, immediate_s):
+def srun_argv(nodes: Sequence[str], script: str, probe_argv: Sequence[str], immediate_s: float) -> list[str]:
     return [SRUN, f"--job-name={JOB_NAME}", f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
             f"--ntasks={len(nodes)}", "--ntasks-per-node=1", "--exclusive", "--label", "--input=all",
             f"--immediate={max(1, int(immediate_s))}", "--kill-on-bad-exit=0",
             "sh", "-c", script, "opsctl-task", *probe_argv]
 
 
-def without_tray(argv):
+def without_tray(argv: list[str]) -> list[str]:
     """The probe's arguments less `--tray NAME` (each task names its own)."""
     at = argv.index("--tray")
     return argv[:at] + argv[at + 2:]
 
 
-def split_by_task(text):
+def split_by_task(text: str) -> dict[int | None, list[str]]:
     """{task number: [lines]} of srun --label output; lines srun printed itself go under None."""
-    tasks = {}
+    tasks: dict[int | None, list[str]] = {}
     for line in text.splitlines():
         match = _LABELLED.match(line)
         key, body = (int(match.group(1)), match.group(2)) if match else (None, line)
@@ -75,10 +86,10 @@ def split_by_task(text):
     return tasks
 
 
-def task_outcomes(stdout, stderr):
+def task_outcomes(stdout: str, stderr: str) -> dict[str, TaskOutcome]:
     """{tray: (exit code or None, stdout bytes, stderr text)} from the job's labelled output."""
     out, err = split_by_task(stdout), split_by_task(stderr)
-    outcomes = {}
+    outcomes: dict[str, TaskOutcome] = {}
     for task, lines in out.items():
         if task is None or not lines or not lines[0].startswith(TRAY_LINE):
             continue
@@ -95,37 +106,38 @@ def task_outcomes(stdout, stderr):
 class _Job:
     """The one srun of a run: started once, waited on by every compute tray."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.done = threading.Event()
-        self.outcomes = {}  # tray -> (code, stdout, stderr)
-        self.refused = {}  # tray -> why Slurm did not run it
-        self.failure = None  # why the job as a whole gave no result
+        self.outcomes: dict[str, TaskOutcome] = {}  # tray -> (code, stdout, stderr)
+        self.refused: dict[str, str] = {}  # tray -> why Slurm did not run it
+        self.failure: str | None = None  # why the job as a whole gave no result
         self.interrupted = False
-        self.timed_out = None
+        self.timed_out: str | None = None
 
 
 class SlurmTransport:
     name = "slurm"
 
-    def __init__(self, other, connect_timeout_s=10.0):
+    def __init__(self, other: Transport, connect_timeout_s: float = 10.0) -> None:
         self.other = other  # the rack's own transport, for trays that are no Slurm node
         self.connect_timeout_s = connect_timeout_s
-        self.trays = []  # the compute trays of the job, in rack order
-        self._job = None
+        self.trays: list[Tray] = []  # the compute trays of the job, in rack order
+        self._job: _Job | None = None
         self._lock = threading.Lock()
 
-    def check(self, tray):
+    def check(self, tray: Tray) -> None:
         if tray.is_switch:
             self.other.check(tray)
             return
-        SshTransport.check(self, tray)  # a plain path to a Python: it goes into the task's shell text
+        SshTransport.check(tray)  # a plain path to a Python: it goes into the task's shell text
         self.trays.append(tray)
 
-    def spec_delivery(self, spec_json):
+    def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:
         # On stdin: srun hands it to every task; local and ssh trays read it there too.
-        return SshTransport.spec_delivery(self, spec_json)
+        return SshTransport.spec_delivery(spec_json)
 
-    def run(self, tray, argv, stdin, timeout_s, stop):
+    def run(self, tray: Tray, argv: list[str], stdin: bytes | None, timeout_s: float,
+            stop: threading.Event) -> Completed:
         if tray.is_switch:
             return self.other.run(tray, argv, stdin, timeout_s, stop)
         with self._lock:
@@ -150,12 +162,13 @@ class SlurmTransport:
         raise TrayUnreachable(self._slurm_words(job, tray) or job.failure or "Slurm ran no task for this tray")
 
     @staticmethod
-    def _slurm_words(job, tray):
+    def _slurm_words(job: _Job, tray: Tray) -> str:
         """srun's own lines about this tray's node (e.g. `srun: error: rack07-ct05: task 4: Killed`)."""
         lines = [line for line in (job.failure or "").split(" | ") if tray.slurm_node in line]
         return " | ".join(lines)
 
-    def _run_job(self, job, probe_argv, stdin, timeout_s, stop):
+    def _run_job(self, job: _Job, probe_argv: list[str], stdin: bytes | None, timeout_s: float,
+                 stop: threading.Event) -> None:
         try:
             self._allocate_and_run(job, probe_argv, stdin, timeout_s, stop)
         except OpsctlError as error:
@@ -165,9 +178,10 @@ class SlurmTransport:
         finally:
             job.done.set()
 
-    def _allocate_and_run(self, job, probe_argv, stdin, timeout_s, stop):
+    def _allocate_and_run(self, job: _Job, probe_argv: list[str], stdin: bytes | None, timeout_s: float,
+                          stop: threading.Event) -> None:
         states = scontrol.node_states([t.slurm_node for t in self.trays])
-        ready = []
+        ready: list[Tray] = []
         for tray in self.trays:
             state = states[tray.slurm_node]
             if state.out_of_service:

@@ -13,6 +13,8 @@ the probe (`--stop-on-stdin-eof`) ends at that EOF. sshd signals nothing to a co
 pty when its session closes, and a probe prints only at its end, so without this it would run on.
 """
 
+from __future__ import annotations
+
 import getpass
 import logging
 import os
@@ -23,11 +25,15 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import paramiko
 
 from opsctl.errors import InputError
 from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Tray
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 POLL_S = 0.5  # how often a waiting tray checks for Ctrl-C and its deadline (data wakes it at once)
@@ -42,11 +48,11 @@ logging.getLogger("paramiko").propagate = False
 class _RecordNewKey(paramiko.MissingHostKeyPolicy):
     """Accept a host that is not in known_hosts and append its key there (accept-new)."""
 
-    def __init__(self, known_hosts, lock):
+    def __init__(self, known_hosts: Path, lock: threading.Lock) -> None:
         self.known_hosts = known_hosts
         self.lock = lock
 
-    def missing_host_key(self, client, hostname, key):
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         with self.lock:  # trays connect at once; their lines must not interleave
             self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
             with open(self.known_hosts, "a", encoding="ascii") as file:
@@ -54,10 +60,10 @@ class _RecordNewKey(paramiko.MissingHostKeyPolicy):
 
 
 class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):
-    def __init__(self, known_hosts):
+    def __init__(self, known_hosts: Path) -> None:
         self.known_hosts = known_hosts
 
-    def missing_host_key(self, client, hostname, key):
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         raise TrayUnreachable(
             f"host key of {hostname} ({key.get_name()}) is not in {self.known_hosts}; refused "
             "(verify it and add it, or pass --accept-new-host-keys)"
@@ -67,31 +73,34 @@ class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):
 class SshTransport:
     name = "ssh"
 
-    def __init__(self, known_hosts=None, accept_new_host_keys=False, connect_timeout_s=10.0):
+    def __init__(self, known_hosts: str | None = None, accept_new_host_keys: bool = False,
+                 connect_timeout_s: float = 10.0) -> None:
         self.known_hosts = Path(os.path.expanduser(known_hosts or DEFAULT_KNOWN_HOSTS))
         self.accept_new_host_keys = accept_new_host_keys
         self.connect_timeout_s = connect_timeout_s
         self._known_hosts_lock = threading.Lock()
 
-    def spec_delivery(self, spec_json):
+    @staticmethod  # no state: the Slurm transport delivers the spec the same way
+    def spec_delivery(spec_json: bytes) -> tuple[list[str], bytes | None]:
         if b"\n" in spec_json:  # json.dumps without indent never writes one
             raise ValueError("the simulator spec must be one line of JSON to travel on stdin")
         return ["--sim-spec", "-"], spec_json + b"\n"
 
-    def check(self, tray):
+    @staticmethod  # no state: the Slurm transport checks its trays' Pythons the same way
+    def check(tray: Tray) -> None:
         if not _PYTHON_PATH.fullmatch(tray.python):
             raise InputError(f"host {tray.host}: opsctl_python {tray.python!r} is not a plain path to a Python")
 
-    def remote_command(self, tray, argv):
+    def remote_command(self, tray: Tray, argv: list[str]) -> str:
         self.check(tray)
         return shlex.join([tray.python, "-m", "probes", *argv])
 
-    def _policy(self):
+    def _policy(self) -> paramiko.MissingHostKeyPolicy:
         if self.accept_new_host_keys:
             return _RecordNewKey(self.known_hosts, self._known_hosts_lock)
         return _RefuseUnknownKey(self.known_hosts)
 
-    def _load_known_hosts(self, client):
+    def _load_known_hosts(self, client: paramiko.SSHClient) -> None:
         """Load known_hosts; a line paramiko cannot read (a key that is not base64) is bad input
         naming the file and the line, never a crash, and never skipped into trusting nothing."""
         try:
@@ -105,7 +114,7 @@ class SshTransport:
         except (OSError, UnicodeDecodeError, ValueError) as error:
             raise InputError(f"{self.known_hosts}: cannot read it as a known_hosts file ({error})") from None
 
-    def connect(self, tray):
+    def connect(self, tray: Tray) -> paramiko.SSHClient:
         """An authenticated SSHClient for the tray, or TrayUnreachable saying why not."""
         client = paramiko.SSHClient()
         if self.known_hosts.is_file():
@@ -146,7 +155,8 @@ class SshTransport:
                 raise TrayUnreachable(f"{where}: no SSH answer within the {timeout:g} s connect timeout") from None
             raise TrayUnreachable(f"{where}: {error or type(error).__name__}") from None
 
-    def run(self, tray, argv, stdin, timeout_s, stop):
+    def run(self, tray: Tray, argv: list[str], stdin: bytes | None, timeout_s: float,
+            stop: threading.Event) -> Completed:
         command = self.remote_command(tray, argv)
         deadline = time.monotonic() + timeout_s
         client = self.connect(tray)
@@ -165,7 +175,7 @@ class SshTransport:
             client.close()  # the session's end closes the probe's stdin: one still running stops
 
 
-def _collect(channel, deadline, timeout_s, stop):
+def _collect(channel: paramiko.Channel, deadline: float, timeout_s: float, stop: threading.Event) -> Completed:
     """Read stdout and stderr until the command exits, the deadline passes or the user stops."""
     stdout, stderr = bytearray(), bytearray()
     while True:

@@ -13,8 +13,14 @@ the run timeout, or the opsctl process dying and the kernel closing its end — 
 a terminal when its session closes.
 """
 
+from __future__ import annotations
+
+import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Tray
 
 STOP_ON_HANGUP = "--stop-on-stdin-eof"  # the probe's option: stop when stdin closes (probes/hangup.py)
 
@@ -47,14 +53,14 @@ class Interrupted(TransportError):
 class Transport(Protocol):
     name: str
 
-    def check(self, tray) -> None:
+    def check(self, tray: Tray) -> None:
         """Refuse (InputError) a tray this transport cannot be pointed at safely, before any runs."""
 
     def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:
         """How a simulator spec reaches the probe: extra arguments, and bytes for its stdin
         (one line: the probe reads the spec's line and then watches stdin for the hang-up)."""
 
-    def run(self, tray, argv: list[str], stdin: bytes | None, timeout_s: float, stop) -> Completed:
+    def run(self, tray: Tray, argv: list[str], stdin: bytes | None, timeout_s: float, stop: threading.Event) -> Completed:
         """Run argv on the tray; raise a TransportError when it cannot finish. `stop` is a
         threading.Event: when it is set, abandon the work and raise Interrupted. The command's
         stdin gets `stdin` and then stays open until the command ends or is abandoned."""

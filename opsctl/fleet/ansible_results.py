@@ -7,12 +7,19 @@ tray ends complete or incomplete by the same rule as under `opsctl burnin`. A tr
 record was never reached: Ansible could not log in, or its play stopped before the probe ran.
 """
 
+from __future__ import annotations
+
 import json
+from typing import TYPE_CHECKING
 
 from opsctl.fanout import INCOMPLETE, TrayResult
 from opsctl.fanout.runner import interpret
 from opsctl.fanout.transport import Completed
 from opsctl.fleet.plan import record_file
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack, Tray
+    from opsctl.runs.run_directory import RunDirectory
 
 NOT_REACHED = ("Ansible fetched no result: the tray was unreachable, or its play stopped before the "
                "probe ran (see ansible-playbook's output)")
@@ -24,7 +31,7 @@ class _ViaAnsible:
     name = "ansible"
 
 
-def import_records(rack, run):
+def import_records(rack: Rack, run: RunDirectory) -> None:
     """Journal each tray's outcome from its Ansible record, when it says something new."""
     journaled = run.outcomes()
     for tray in rack.trays:
@@ -34,7 +41,7 @@ def import_records(rack, run):
             run.save_tray_result(result)
 
 
-def _tray_result(tray, run):
+def _tray_result(tray: Tray, run: RunDirectory) -> TrayResult:
     path = record_file(run, tray.name)
     if not path.is_file():
         return _incomplete(tray, NOT_REACHED)
@@ -56,12 +63,12 @@ def _tray_result(tray, run):
     return result
 
 
-def _incomplete(tray, reason, stdout=b""):
+def _incomplete(tray: Tray, reason: str, stdout: bytes = b"") -> TrayResult:
     return TrayResult(tray=tray.name, host=tray.host, status=INCOMPLETE, exit_code=None, document=None,
                       stdout=stdout, reason=reason, transport=_ViaAnsible.name)
 
 
-def _seconds(delta):
+def _seconds(delta: object) -> float:
     """Ansible's `delta` ('0:01:02.345678') in seconds; 0 when absent."""
     try:
         hours, minutes, seconds = str(delta).split(":")

@@ -8,8 +8,12 @@ even if others are incomplete; INCOMPLETE (exit 3) when none failed but one was 
 PASS (exit 0) only when every rack passed.
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.acceptance.trial import trial_fields, trial_of
 from opsctl.burnin.judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
@@ -24,11 +28,14 @@ from opsctl.runs.atomic_file import write_json_atomic
 from opsctl.runs.journal import utc_now
 from opsctl.runs.run_directory import RUN_FILE, default_runs_root
 
+if TYPE_CHECKING:
+    from opsctl.burnin.judge import RackJudgment
+
 SUMMARY_FORMAT = "opsctl-fleet/1"
 SUMMARY_FILE = "fleet-summary.json"
 
 
-def read_fleet_file(run_dir):
+def read_fleet_file(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / FLEET_FILE
     if not path.is_file():
         raise InputError(f"{run_dir}: not a fleet run folder (no {FLEET_FILE}; `opsctl fleet plan` writes it, "
@@ -42,7 +49,7 @@ def read_fleet_file(run_dir):
     return fleet
 
 
-def run_kind_of(run_dir):
+def run_kind_of(run_dir: str | Path) -> str:
     """"fleet" for a fleet run folder (fleet.json), "rack" for one rack's run folder (run.json,
     as `opsctl burnin` and `opsctl accept` make it, or a run's name under the default root)."""
     path = Path(run_dir)
@@ -54,7 +61,7 @@ def run_kind_of(run_dir):
                      f"and no {RUN_FILE} (one rack's run, made by `opsctl burnin` or `opsctl accept`)")
 
 
-def judge_rack_run(run_dir, inventory_file=None):
+def judge_rack_run(run_dir: str | Path, inventory_file: str | None = None) -> tuple[RackJudgment, dict[str, Any]]:
     """Judge one rack's run folder again from the tray results it holds — the very `judge_run`
     burnin ends with — and write its summary and reports again; (judgment, summary). The rack is
     read from the inventory the run recorded, unless `inventory_file` names another; criteria
@@ -65,7 +72,7 @@ def judge_rack_run(run_dir, inventory_file=None):
     return judge_run(rack, run, plan)
 
 
-def fleet_verdict(verdicts):
+def fleet_verdict(verdicts: Iterable[str]) -> str:
     verdicts = set(verdicts)
     if FAIL in verdicts:
         return FAIL
@@ -74,12 +81,12 @@ def fleet_verdict(verdicts):
     return PASS
 
 
-def judge_fleet(run_dir, inventory_file=None):
+def judge_fleet(run_dir: str | Path, inventory_file: str | None = None) -> dict[str, Any]:
     """Judge every rack of the fleet run; write and return the fleet summary."""
     run_dir = Path(run_dir).resolve()
     fleet = read_fleet_file(run_dir)
     inventory = load_inventory(inventory_file or fleet.get("inventory"))
-    racks = []
+    racks: list[dict[str, Any]] = []
     for name in fleet["racks"]:
         rack = inventory.rack(str(name))
         run, plan, _ = resume_run(run_dir / rack.name)
@@ -93,7 +100,7 @@ def judge_fleet(run_dir, inventory_file=None):
         "format": SUMMARY_FORMAT, "kind": fleet.get("kind"), "run_dir": str(run_dir), "verdict": verdict,
         "exit_code": EXIT_CODES[verdict], "judged": utc_now(), "planned": fleet.get("created"),
         "inventory": str(inventory.source), "criteria": criteria,
-        **trial_fields(fleet.get("kind"), fleet.get("duration_s") or 0, criteria.get("duration_s") or 0),
+        **trial_fields(fleet.get("kind") or "", fleet.get("duration_s") or 0, criteria.get("duration_s") or 0),
         "counts": {v: sum(1 for r in racks if r["verdict"] == v) for v in (PASS, FAIL, INCOMPLETE)},
         "racks": racks,
     }
@@ -101,7 +108,7 @@ def judge_fleet(run_dir, inventory_file=None):
     return document
 
 
-def rack_line(summary, run_path):
+def rack_line(summary: dict[str, Any], run_path: Path) -> dict[str, Any]:
     """One rack in the fleet summary: its verdict and why, drawn from its own summary."""
     trays = summary["trays"]
     return {

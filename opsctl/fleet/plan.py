@@ -7,7 +7,11 @@ run directory made by burnin's own `start_run` (run.json with the plan and the c
 journal) with, for a simulated rack, the spec its trays run on.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.burnin.session import make_plan, operator, start_run
@@ -18,18 +22,24 @@ from opsctl.runs.atomic_file import write_json_atomic
 from opsctl.runs.journal import utc_now
 from opsctl.runs.run_directory import make_run_folder
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Inventory, Rack
+    from opsctl.runs.run_directory import RunDirectory
+
 FLEET_FORMAT = "opsctl-fleet-run/1"
 FLEET_FILE = "fleet.json"
 RECORDS_FOLDER = "ansible"  # per rack: how each tray's probe ended, as Ansible saw it
 SPEC_FILE = "sim-spec.json"
 
 
-def record_file(run, tray_name):
+def record_file(run: RunDirectory, tray_name: str) -> Path:
     """ansible/ct03.json, ansible/hgx01.json: named as the tray's result in trays/ is."""
     return run.path / RECORDS_FOLDER / run.tray_file(tray_name).name
 
 
-def plan_run(inventory, racks, run_dir, kind, criteria_file=None, duration_s=None, run_timeout_s=None):
+def plan_run(inventory: Inventory, racks: Sequence[Rack], run_dir: str | Path, kind: str,
+             criteria_file: str | None = None, duration_s: float | None = None,
+             run_timeout_s: float | None = None) -> dict[str, Any]:
     """Make the fleet run folder; return what each tray runs, keyed by Ansible host."""
     run_dir = Path(run_dir).resolve()
     if (run_dir / FLEET_FILE).exists():
@@ -46,7 +56,7 @@ def plan_run(inventory, racks, run_dir, kind, criteria_file=None, duration_s=Non
         write_json_atomic(run_dir / FLEET_FILE, record)
     except OSError as error:  # a folder that is there but not ours to write (read-only, /proc)
         raise InputError(f"{run_dir}: cannot write the run folder: {error.strerror or error}") from None
-    trays = {}
+    trays: dict[str, dict[str, Any]] = {}
     for rack in racks:
         run = start_run(rack, plan, run_dir / rack.name)
         (run.path / RECORDS_FOLDER).mkdir(exist_ok=True)

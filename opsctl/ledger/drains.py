@@ -6,20 +6,32 @@ A row is one node held for one part: drained_at when opsctl set the hold, resume
 released it. A hold another tool set is not opsctl's to record.
 """
 
-from opsctl.ledger.drain_times import episodes
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from opsctl.ledger.drain_times import DrainEpisode, episodes
 from opsctl.ledger.incidents import OPEN_NOW
 from opsctl.ledger.recording import RecordingSession
-from opsctl.ledger.store import Ledger, new_key
-from opsctl.ledger.timestamps import stored, utc_now
+from opsctl.ledger.store import Ledger, Record, new_key
+from opsctl.ledger.timestamps import Moment, stored, utc_now
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Inventory
+    from opsctl.ledger.database import Transaction
+    from opsctl.ledger.parts import Parts
+    from opsctl.slurm.containment import Containment
 
 
-def open_incident_of(ledger, part_id):
+def open_incident_of(ledger: Ledger, part_id: str) -> str | None:
     """The key of the part's open incident (its fault not yet repaired), else None."""
-    rows = ledger.records("incidents", f"part = ? AND {OPEN_NOW}", (part_id,), order="occurred_at DESC, key")
+    rows = ledger.records("incidents", f"part = :part AND {OPEN_NOW}", {"part": part_id}, order="occurred_at DESC, key")
     return rows[0]["key"] if rows else None
 
 
-def record_containment(containment, rack, by, ledger=None, at=None, inventory=None, parts=None):
+def record_containment(containment: Containment, rack: str, by: str, ledger: Ledger | None = None,
+                       at: Moment | None = None, inventory: Inventory | None = None,
+                       parts: Parts | None = None) -> list[Record]:
     """Record what a drain or resume changed (a containment.Containment that ran, not a dry
     run); returns the rows written or closed."""
     at = stored(at or utc_now())
@@ -35,35 +47,35 @@ def record_containment(containment, rack, by, ledger=None, at=None, inventory=No
                 Ledger.insert(tx, "drains", row)
                 written.append(row)
             for hold in node.released:
-                for row in Ledger.select(tx, "drains", "node = ? AND part = ? AND resumed_at IS NULL",
-                                         (node.node, hold.part)):
-                    Ledger.update(tx, "drains", row["key"], {"resumed_at": at, "resumed_by": by})
-                    written.append({**row, "resumed_at": at, "resumed_by": by})
+                for drain in Ledger.select(tx, "drains", "node = :node AND part = :part AND resumed_at IS NULL",
+                                         {"node": node.node, "part": hold.part}):
+                    Ledger.update(tx, "drains", drain["key"], {"resumed_at": at, "resumed_by": by})
+                    written.append({**drain, "resumed_at": at, "resumed_by": by})
     return written
 
 
-def _known_incident(tx, key):
+def _known_incident(tx: Transaction, key: str | None) -> str | None:
     """The incident key if the ledger holds it (a reason typed elsewhere may name another)."""
-    if key and tx.row("SELECT key FROM incidents WHERE key = ?", (key,)):
+    if key and tx.row("SELECT key FROM incidents WHERE key = :key", {"key": key}):
         return key
     return None
 
 
-def drains_of_incident(ledger, incident_key):
+def drains_of_incident(ledger: Ledger, incident_key: str | None) -> list[DrainEpisode]:
     """The drains that held nodes for an incident (their rows carry its key), as of now: how long
     the scheduler kept its part out, beside the repair's typed times."""
     if not incident_key:
         return []
-    return episodes(ledger.records("drains", "incident_key = ?", (incident_key,)), utc_now().timestamp())
+    return episodes(ledger.records("drains", "incident_key = :key", {"key": incident_key}), utc_now().timestamp())
 
 
-def validation_of(ledger, repair):
+def validation_of(ledger: Ledger, repair: Record) -> tuple[Record | None, str]:
     """(the run that validates the repair, or None; why, in words). The validation is the latest
     burn-in or acceptance of the rack that finished after the repair opened and judged every
     tray (pass or fail, not incomplete): it passes for the part when it names neither the part
     nor a part holding it or held by it among its failing parts."""
-    runs = ledger.records("runs", "rack = ? AND finished_at >= ? AND verdict IN ('pass', 'fail')",
-                          (repair["rack"], repair["opened_at"]), order="finished_at DESC, key")
+    runs = ledger.records("runs", "rack = :rack AND finished_at >= :opened_at AND verdict IN ('pass', 'fail')",
+                          {"rack": repair["rack"], "opened_at": repair["opened_at"]}, order="finished_at DESC, key")
     if not runs:
         return None, (f"no complete burn-in or acceptance of {repair['rack']} since the repair opened "
                       f"({repair['opened_at']})")

@@ -8,14 +8,22 @@ failure to back in service). A failure counts against its part kind as the repai
 it (the part replaced), else as triage suspected it.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.ledger.drain_times import drain_statistics
 from opsctl.ledger.intervals import binomial_interval, hours_summary, poisson_interval
 from opsctl.ledger.repairs import restore_hours
-from opsctl.ledger.timestamps import from_epoch, parse_time, stored, utc_now
+from opsctl.ledger.timestamps import Moment, from_epoch, parse_time, stored, utc_now
 from opsctl.mttr import load_mttr_model
+
+if TYPE_CHECKING:
+    from opsctl.ledger.store import Ledger, Record
+    from opsctl.mttr import MttrModel
 
 DAY_S = 86400.0
 # The published operator figures (docs/sources.md, Reliability) the ledger's own measure replaces.
@@ -37,24 +45,24 @@ MTTR_METHOD = "time from the failure to back in service; median with its order-s
 class Window:
     since: float | None  # epoch seconds
     until: float
-    racks: tuple  # empty: every rack
+    racks: tuple[str, ...]  # empty: every rack
 
-    def covers_rack(self, rack):
+    def covers_rack(self, rack: str) -> bool:
         return not self.racks or rack in self.racks
 
-    def covers(self, moment):
+    def covers(self, moment: float) -> bool:
         return (self.since is None or moment >= self.since) and moment <= self.until
 
 
-def _seconds(text):
+def _seconds(text: str) -> float:
     return parse_time(text).timestamp()
 
 
-def _overlap(a_start, a_end, b_start, b_end):
+def _overlap(a_start: float, a_end: float, b_start: float, b_end: float) -> float:
     return max(0.0, min(a_end, b_end) - max(a_start, b_start))
 
 
-def _rate(failures, gpu_days, confidence):
+def _rate(failures: int, gpu_days: float, confidence: float) -> dict[str, Any]:
     """MTBI with its interval, from a count over an exposure."""
     low, high = poisson_interval(failures, confidence)
     return {
@@ -71,17 +79,17 @@ def _rate(failures, gpu_days, confidence):
 class _Fleet:
     """The ledger's rows inside the window, with exposure split into infant and later periods."""
 
-    racks: list
-    incidents: list  # (rack, seconds, kind, in_infancy)
-    repairs: list
-    runs: list
+    racks: list[Record]
+    incidents: list[tuple[str, float, str, bool]]  # (rack, seconds, kind, in_infancy)
+    repairs: list[Record]
+    runs: list[Record]
     exposure_early: float = 0.0
     exposure_later: float = 0.0
     downtime: float = 0.0
-    restore: dict = field(default_factory=dict)  # repair key -> hours
+    restore: dict[str, float] = field(default_factory=dict)  # repair key -> hours
 
 
-def _gather(data, window, infant_weeks):
+def _gather(data: dict[str, list[Record]], window: Window, infant_weeks: float) -> _Fleet:
     infant_s = infant_weeks * 7 * DAY_S
     incidents_by_key = {i["key"]: i for i in data["incidents"]}
     claimed = {r["incident_key"]: r for r in data["repairs"] if r["incident_key"] and r["closed_at"]}
@@ -113,8 +121,8 @@ def _gather(data, window, infant_weeks):
             moment = _seconds(incident["occurred_at"])
             if incident["rack"] != rack["rack"] or not (max(start, first) <= moment <= end):
                 continue
-            repair = claimed.get(incident["key"])
-            kind = repair["kind"] if repair else incident["kind"]
+            claiming = claimed.get(incident["key"])
+            kind = claiming["kind"] if claiming else incident["kind"]
             fleet.incidents.append((rack["rack"], moment, kind, moment < start + infant_s))
     fleet.downtime /= DAY_S
     for repair in data["repairs"]:
@@ -127,11 +135,11 @@ def _gather(data, window, infant_weeks):
     return fleet
 
 
-def _mttr(fleet, mttr_model, confidence):
-    by_action = {}
+def _mttr(fleet: _Fleet, mttr_model: MttrModel, confidence: float) -> dict[str, dict[str, Any]]:
+    by_action: dict[str, list[Record]] = {}
     for repair in fleet.repairs:
         by_action.setdefault(repair["action"], []).append(repair)
-    result = {}
+    result: dict[str, dict[str, Any]] = {}
     for action, repairs in sorted(by_action.items()):
         hours = [fleet.restore[r["key"]] for r in repairs if r["key"] in fleet.restore]
         published = mttr_model.actions.get(action)
@@ -146,15 +154,16 @@ def _mttr(fleet, mttr_model, confidence):
     return result
 
 
-def _burnin(runs, confidence):
+def _burnin(runs: Sequence[Record], confidence: float) -> dict[str, Any]:
     """How racks arrive: the share whose first burn-in (or acceptance) failed, and the parts named."""
     judged = [r for r in runs if r["verdict"] in ("pass", "fail")]
-    first = {}
+    first: dict[str, Record] = {}
     for run in sorted(judged, key=lambda r: r["finished_at"]):
         first.setdefault(run["rack"], run)
     failed = sum(run["verdict"] == "fail" for run in first.values())
     low, high = binomial_interval(failed, len(first), confidence)
-    parts, explained = {}, 0
+    parts: dict[str, int] = {}
+    explained = 0
     for run in judged:
         for part in run["failing_parts"]:
             if part.get("explained_by"):  # a symptom of a part counted already (a link through a bad connector)
@@ -178,7 +187,7 @@ def _burnin(runs, confidence):
     }
 
 
-def window_of(since=None, until=None, racks=()):
+def window_of(since: Moment | None = None, until: Moment | None = None, racks: Iterable[str] | None = ()) -> Window:
     until_s = parse_time(until, "--until").timestamp() if until else utc_now().timestamp()
     since_s = parse_time(since, "--since").timestamp() if since else None
     if since_s is not None and since_s > until_s:
@@ -186,7 +195,8 @@ def window_of(since=None, until=None, racks=()):
     return Window(since_s, until_s, tuple(racks or ()))
 
 
-def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.95, infant_weeks=4, mttr_model=None):
+def fleet_statistics(ledger: Ledger, *, since: Moment | None = None, until: Moment | None = None, racks: Iterable[str] = (),
+                     confidence: float = 0.95, infant_weeks: float = 4, mttr_model: MttrModel | None = None) -> dict[str, Any]:
     """The `opsctl ledger stats` document."""
     if not 0.5 <= confidence < 1:
         raise InputError(f"--confidence {confidence}: must be at least 0.5 and below 1")
@@ -200,7 +210,7 @@ def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.9
     mttr_model = mttr_model or load_mttr_model()
     fleet = _gather(data, window, infant_weeks)
     exposure = fleet.exposure_early + fleet.exposure_later
-    by_kind = {}
+    by_kind: dict[str, int] = {}
     for _, _, kind, _ in fleet.incidents:
         by_kind[kind] = by_kind.get(kind, 0) + 1
     early = sum(1 for *_, infant in fleet.incidents if infant)
@@ -246,12 +256,13 @@ def fleet_statistics(ledger, *, since=None, until=None, racks=(), confidence=0.9
 class ReliabilityInputs:
     """What the TCO takes from the ledger instead of published defaults."""
 
-    scenario: dict  # the TCO scenario's reliability keys (docs/tco.md) that the ledger measured
+    scenario: dict[str, Any]  # the TCO scenario's reliability keys (docs/tco.md) that the ledger measured
     source: str  # one line saying where they come from, for the TCO's output
-    detail: dict  # the figures behind them (counts, exposure, intervals, per action)
+    detail: dict[str, Any]  # the figures behind them (counts, exposure, intervals, per action)
 
 
-def reliability_inputs(ledger=None, *, since=None, until=None, racks=(), confidence=0.95):
+def reliability_inputs(ledger: Ledger | None = None, *, since: Moment | None = None, until: Moment | None = None,
+                       racks: Iterable[str] = (), confidence: float = 0.95) -> ReliabilityInputs:
     """MTBI (GPU-days), repair hours and blast radius measured on the ledger, for `opsctl tco
     run --from-ledger`. Keys the ledger cannot measure (no failure, no closed repair) are left
     out of `scenario`, so the scenario's own values stand for them; `source` says which."""
@@ -270,8 +281,8 @@ def reliability_inputs(ledger=None, *, since=None, until=None, racks=(), confide
                          "(record an acceptance, or opsctl ledger rack RACK --handover DATE)")
     hours = [a["mean_hours"] * a["closed"] for a in stats["mttr"]["by_action"].values() if a["closed"]]
     closed = sum(a["closed"] for a in stats["mttr"]["by_action"].values())
-    scenario = {}
-    said = []
+    scenario: dict[str, Any] = {}
+    said: list[str] = []
     if overall["failures"]:
         scenario["mtbi_gpu_days"] = overall["mtbi_gpu_days"]
         low, high = overall["interval"]

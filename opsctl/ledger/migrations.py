@@ -9,7 +9,14 @@ Rows are keyed by text keys rather than serial numbers, so a ledger exported fro
 database imports into another without renumbering, and importing twice adds nothing.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from opsctl.errors import InputError
+
+if TYPE_CHECKING:
+    from opsctl.ledger.database import PostgresDatabase, SqliteDatabase
 
 MIGRATIONS = [
     (1, "racks, burn-in runs, triages, incidents and repairs", [
@@ -92,7 +99,7 @@ MIGRATIONS = [
 LATEST = MIGRATIONS[-1][0]
 
 
-def migrate(database, now):
+def migrate(database: SqliteDatabase | PostgresDatabase, now: str) -> list[int]:
     """Bring the database's schema up to LATEST; returns the versions applied."""
     with database.transaction(write=True) as tx:
         tx.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -109,11 +116,11 @@ def migrate(database, now):
             continue
         with database.transaction(write=True) as tx:
             # Another process may have migrated while we waited for the lock.
-            if tx.row("SELECT version FROM schema_migrations WHERE version = ?", (version,)):
+            if tx.row("SELECT version FROM schema_migrations WHERE version = :version", {"version": version}):
                 continue
             for statement in statements:
                 tx.execute(statement)
-            tx.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                       (version, name, now))
+            tx.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (:version, :name, :now)",
+                       {"version": version, "name": name, "now": now})
         done.append(version)
     return done

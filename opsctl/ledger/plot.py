@@ -1,20 +1,23 @@
 """The picture of `opsctl ledger stats --plot FILE.png`: failures per month, stacked by part kind."""
 
+from __future__ import annotations
+
 import io
 from pathlib import Path
+from typing import Any
 
 from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic
 
 
-def plot_failures(stats, path):
+def plot_failures(stats: dict[str, Any], path: str | Path) -> Path:
     """Write a PNG of the stats' failures over time; returns the path."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on a rack's jump host
     import matplotlib.pyplot as plt
 
-    months = {}
+    months: dict[str, dict[str, int]] = {}
     kinds = sorted({f["kind"] for f in stats["failures_over_time"]})
     for failure in stats["failures_over_time"]:
         month = failure["at"][:7]
@@ -52,7 +55,7 @@ def plot_failures(stats, path):
     return path
 
 
-def _months_between(first, last):
+def _months_between(first: str, last: str) -> list[str]:
     """Every 'YYYY-MM' from first to last, so quiet months show as gaps."""
     year, month = map(int, first.split("-"))
     labels = []

@@ -14,11 +14,20 @@ records itself and is then recorded by hand, or a re-run import adds nothing:
   (incidents.py) — one fault episode of one part is one incident.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from opsctl.errors import InputError
 from opsctl.ledger.incidents import open_or_join
-from opsctl.ledger.parts import Parts, rack_of
-from opsctl.ledger.store import Ledger, content_key, new_key, open_ledger
-from opsctl.ledger.timestamps import stored, utc_now
+from opsctl.ledger.parts import Part, Parts, RackFacts, rack_of
+from opsctl.ledger.store import Ledger, Record, content_key, new_key, open_ledger
+from opsctl.ledger.timestamps import Moment, stored, utc_now
+
+if TYPE_CHECKING:
+    from opsctl.inventory import Inventory
+    from opsctl.ledger.database import Transaction
 
 VERDICTS = ("pass", "fail", "incomplete")
 RUN_KINDS = ("burnin", "accept")
@@ -31,35 +40,36 @@ _TIME_FIELDS = ("finished", "finished_at", "taken", "time", "at", "started", "st
 class RecordingSession:
     """A ledger (opened here unless given; closed here only then) and the part resolver."""
 
-    def __init__(self, ledger=None, inventory=None, parts=None):
+    def __init__(self, ledger: Ledger | None = None, inventory: Inventory | None = None,
+                 parts: Parts | None = None) -> None:
         self.owned = ledger is None
         self.ledger = ledger if ledger is not None else open_ledger()
         self.parts = parts or Parts(inventory)
 
-    def __enter__(self):
+    def __enter__(self) -> RecordingSession:
         return self
 
-    def __exit__(self, *_):
+    def __exit__(self, *_: object) -> None:
         if self.owned:
             self.ledger.close()
 
-    def rack(self, tx, name, model=None):
+    def rack(self, tx: Transaction, name: str, model: str | None = None) -> RackFacts:
         """The rack's facts; a rack new to the ledger is added from the inventory or `model`."""
-        recorded = tx.row("SELECT rack, model, gpus FROM racks WHERE rack = ?", (name,))
+        recorded = tx.row("SELECT rack, model, gpus FROM racks WHERE rack = :rack", {"rack": name})
         facts = self.parts.rack_facts(name, recorded, model)
         if recorded is None:
             Ledger.insert(tx, "racks", {"rack": name, "model": facts.model, "gpus": facts.gpus,
                                         "recorded_at": stored(utc_now())})
         return facts
 
-    def each_rack(self, tx, document, what):
+    def each_rack(self, tx: Transaction, document: Any, what: str) -> Iterator[tuple[dict[str, Any], str, RackFacts]]:
         """(rack's document, rack name, rack facts) for each rack the document covers."""
         for part in _rack_documents(document, what):
             name = _rack_name(part, what)
             yield part, name, self.rack(tx, name, part.get("model"))
 
 
-def _time_of(document, at):
+def _time_of(document: dict[str, Any], at: Moment | None) -> str:
     if at is not None:
         return stored(at, "--at")
     for field in _TIME_FIELDS:
@@ -68,7 +78,7 @@ def _time_of(document, at):
     return stored(utc_now())
 
 
-def _rack_documents(document, what):
+def _rack_documents(document: Any, what: str) -> list[dict[str, Any]]:
     """A document covers one rack, or several under "racks" (as localize prints)."""
     if not isinstance(document, dict):
         raise InputError(f"{what}: expected a JSON object")
@@ -82,7 +92,7 @@ def _rack_documents(document, what):
 
 # --- which document is this ----------------------------------------------------------------
 # The documents opsctl writes say what they are in "format"; the triage and localize JSON
-# (README, Triage and fault localization) has none, and is known by its fields. Recording a
+# (docs/triage.md) has none, and is known by its fields. Recording a
 # document of the wrong kind would be a silent wrong record (a snapshot taken for a healthy
 # triage, a triage for a failed burn-in).
 BURNIN_FORMATS = ("opsctl-burnin/1", "opsctl-fleet/1")  # a rack's summary.json; a fleet run's summary
@@ -100,15 +110,15 @@ EXPECT_BURNIN = "expected a burn-in or acceptance summary (the --json of opsctl 
 EXPECT_TRIAGE = "expected a triage result (the --json of opsctl triage or opsctl localize)"
 
 
-def _looks_like_triage(document):
+def _looks_like_triage(document: dict[str, Any]) -> bool:
     return "suspects" in document and "verdict" not in document and "failing_parts" not in document
 
 
-def _looks_like_snapshot(document):
+def _looks_like_snapshot(document: dict[str, Any]) -> bool:
     return "links" in document and "gpus" in document and "suspects" not in document and "verdict" not in document
 
 
-def describe(document):
+def describe(document: Any) -> str:
     """What a document is, in words, for the message that refuses it."""
     if not isinstance(document, dict):
         return f"a JSON {type(document).__name__}, not an object"
@@ -126,7 +136,7 @@ def describe(document):
     return "a document"
 
 
-def check_burnin_document(document, what):
+def check_burnin_document(document: Any, what: str) -> None:
     """Refuse (InputError) a document that is not a burn-in or acceptance summary."""
     fmt = document.get("format") if isinstance(document, dict) else None
     if fmt in BURNIN_FORMATS:
@@ -139,7 +149,7 @@ def check_burnin_document(document, what):
             raise InputError(f"{what}: {describe(document)}, not a burn-in summary; {EXPECT_BURNIN}{hint}")
 
 
-def check_triage_document(document, what):
+def check_triage_document(document: Any, what: str) -> None:
     """Refuse (InputError) a document that is not a triage or localize result."""
     fmt = document.get("format") if isinstance(document, dict) else None
     if fmt is not None:
@@ -154,7 +164,7 @@ def check_triage_document(document, what):
             raise InputError(f"{what}: {got}, not a triage result; {EXPECT_TRIAGE}{hint}")
 
 
-def _rack_name(document, what):
+def _rack_name(document: dict[str, Any], what: str) -> str:
     name = document.get("rack")
     if not isinstance(name, str):
         raise InputError(f"{what}: no \"rack\" in the document")
@@ -163,7 +173,7 @@ def _rack_name(document, what):
 
 
 # --- burn-in and acceptance ---------------------------------------------------------------
-def _verdict(document, what):
+def _verdict(document: dict[str, Any], what: str) -> str:
     for field in ("verdict", "status", "result"):
         word = document.get(field)
         if isinstance(word, str) and word.lower() in _VERDICT_WORDS:
@@ -173,7 +183,7 @@ def _verdict(document, what):
     raise InputError(f"{what}: no verdict (a \"verdict\" of pass, fail or incomplete); {EXPECT_BURNIN}")
 
 
-def _failing_components(node, rack, tray=None):
+def _failing_components(node: Any, rack: str, tray: str | None = None) -> Iterator[str]:
     """Every component a failed check names, anywhere in the document, as a full id.
 
     Probes name components relative to their tray (gpu2/nvl05); opsctl's documents give full
@@ -199,7 +209,7 @@ def _failing_components(node, rack, tray=None):
             yield from _failing_components(value, rack, tray)
 
 
-def _suspects(document):
+def _suspects(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The parts the localizer named, less those it offers only as an alternative to another
     (a connector that would explain the same one link as the link itself): as burn-in's own
     failing_parts counts them."""
@@ -210,7 +220,7 @@ def _suspects(document):
             and not s.get("alternative_to")]
 
 
-def _failing_parts(document, rack):
+def _failing_parts(document: dict[str, Any], rack: str) -> list[str]:
     named = document.get("failing_parts") or []
     ids = [p if isinstance(p, str) else (p.get("part") or p.get("component") or p.get("id"))
            for p in named if isinstance(p, (str, dict))]
@@ -218,13 +228,13 @@ def _failing_parts(document, rack):
     return list(dict.fromkeys(i for i in ids if isinstance(i, str)))  # once each, in order
 
 
-def _explained(document):
+def _explained(document: dict[str, Any]) -> dict[str, str]:
     """{failing id: the localized suspect that explains it}. A burn-in summary lists the parts the
     localizer named (suspects) and every failing GPU and link, so one bad connector appears as
     itself and as each link through it: the links it explains are attributed to it, so that
     each fault is counted once. A suspect itself is never explained by another."""
     suspects = _suspects(document)
-    explained = {}
+    explained: dict[str, str] = {}
     for suspect in suspects:
         for link in suspect.get("links") or []:
             if isinstance(link, str) and link != suspect["component"]:
@@ -234,7 +244,8 @@ def _explained(document):
     return explained
 
 
-def record_burnin(summary, ledger=None, *, kind=None, at=None, source=None, inventory=None, parts=None):
+def record_burnin(summary: Any, ledger: Ledger | None = None, *, kind: str | None = None, at: Moment | None = None,
+                  source: str | None = None, inventory: Inventory | None = None, parts: Parts | None = None) -> list[Record]:
     """Record a burn-in or acceptance run from its summary document; returns what was recorded.
 
     A passing acceptance puts a rack into service (its handover), unless it already was.
@@ -270,13 +281,15 @@ def record_burnin(summary, ledger=None, *, kind=None, at=None, source=None, inve
             handover = None
             # A trial acceptance (loaded for less than its criteria ask) hands nothing over.
             if run_kind == "accept" and verdict == "pass" and not document.get("trial"):
-                tx.execute("UPDATE racks SET handover_at = ? WHERE rack = ? AND handover_at IS NULL", (finished, rack))
-                handover = tx.row("SELECT handover_at FROM racks WHERE rack = ?", (rack,))["handover_at"]
+                tx.execute("UPDATE racks SET handover_at = :finished WHERE rack = :rack AND handover_at IS NULL",
+                           {"finished": finished, "rack": rack})
+                rack_row = tx.row("SELECT handover_at FROM racks WHERE rack = :rack", {"rack": rack})
+                handover = rack_row["handover_at"] if rack_row else None  # the rack was recorded above: a row
             recorded.append({**record, "new": new, "updated": updated, "handover_at": handover})
     return recorded
 
 
-def _run_identity(document):
+def _run_identity(document: dict[str, Any]) -> str | None:
     """What names one run however often it is resumed or judged: the run_id a run folder's
     summary carries; for a summary of a run made before runs had one, its rack, kind and
     creation time (as RunDirectory.run_id names such a run). None for a hand-written document."""
@@ -287,11 +300,11 @@ def _run_identity(document):
     return None
 
 
-def _put_run(tx, record):
+def _put_run(tx: Transaction, record: Record) -> tuple[bool, bool]:
     """Insert the run, or bring its row up to this judgment of it: (new, updated)."""
     if Ledger.insert(tx, "runs", record):
         return True, False
-    present = Ledger.select(tx, "runs", "key = ?", (record["key"],))[0]
+    present = Ledger.select(tx, "runs", "key = :key", {"key": record["key"]})[0]
     judged = ("kind", "verdict", "failing_parts")
     if all(present[c] == record[c] for c in judged):
         return False, False  # the same judgment again (a resume of a finished run): nothing changes
@@ -300,7 +313,7 @@ def _put_run(tx, record):
 
 
 # --- triage --------------------------------------------------------------------------------
-def _chosen_action(session, suspect, part, facts):
+def _chosen_action(session: RecordingSession, suspect: dict[str, Any], part: Part, facts: RackFacts) -> str | None:
     """The repair the triage chose, as an action name of the repair model."""
     if part.kind == "rack":
         return None
@@ -311,7 +324,7 @@ def _chosen_action(session, suspect, part, facts):
     return session.parts.default_action(part, facts).name
 
 
-def _faults(document, what, rack):
+def _faults(document: dict[str, Any], what: str, rack: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The faults a triage names: every suspect not offered only as an alternative to another
     (localize orders them most likely first)."""
     suspects = document.get("suspects") or []
@@ -323,7 +336,8 @@ def _faults(document, what, rack):
     return suspects, [s for s in suspects if not s.get("alternative_to")]
 
 
-def record_triage(result, ledger=None, *, at=None, source=None, inventory=None, parts=None):
+def record_triage(result: Any, ledger: Ledger | None = None, *, at: Moment | None = None, source: str | None = None,
+                  inventory: Inventory | None = None, parts: Parts | None = None) -> list[dict[str, Any]]:
     """Record a triage (or localize) result: one triage per rack, and each fault it names as an
     incident of its part — or, while that part's fault is still open, as the incident it already
     has. The triage's chosen part and action are its first suspect's."""
@@ -337,7 +351,7 @@ def record_triage(result, ledger=None, *, at=None, source=None, inventory=None, 
             when = _time_of(document, at)
             named = [session.parts.part(s["component"], facts) for s in faults]
             chosen = session.parts.part(suspects[0]["component"], facts) if suspects else None
-            action = _chosen_action(session, suspects[0], chosen, facts) if suspects else None
+            action = _chosen_action(session, suspects[0], chosen, facts) if chosen is not None else None
             # The same triage has the same key however it reaches the ledger: recorded by
             # `opsctl triage` itself, or its --json (which holds more fields) by record-triage.
             key = content_key("tri", rack, when, suspects)
@@ -361,7 +375,8 @@ def record_triage(result, ledger=None, *, at=None, source=None, inventory=None, 
 
 
 # --- by hand -------------------------------------------------------------------------------
-def record_incident(part_id, ledger=None, *, at=None, note=None, inventory=None, parts=None):
+def record_incident(part_id: str, ledger: Ledger | None = None, *, at: Moment | None = None, note: str | None = None,
+                    inventory: Inventory | None = None, parts: Parts | None = None) -> Record:
     """A failure (an interruption) of a part, said by hand; while the part's fault is still open,
     the incident it already has (with "new": False)."""
     rack = rack_of(part_id)
@@ -374,7 +389,8 @@ def record_incident(part_id, ledger=None, *, at=None, note=None, inventory=None,
     return {**incident, "new": opened}
 
 
-def set_rack(name, ledger=None, *, model=None, handover=None, retired=None, inventory=None, parts=None):
+def set_rack(name: str, ledger: Ledger | None = None, *, model: str | None = None, handover: Moment | None = None,
+             retired: Moment | None = None, inventory: Inventory | None = None, parts: Parts | None = None) -> Record:
     """Add a rack to the ledger, or say when it went into service or was retired."""
     rack_of(name)
     with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
@@ -388,7 +404,7 @@ def set_rack(name, ledger=None, *, model=None, handover=None, retired=None, inve
             changes["retired_at"] = stored(retired, "--retired")
         if changes:
             Ledger.update(tx, "racks", name, changes)
-        row = Ledger.select(tx, "racks", "rack = ?", (name,))[0]
+        row = Ledger.select(tx, "racks", "rack = :rack", {"rack": name})[0]
         if row["handover_at"] and row["retired_at"] and row["retired_at"] < row["handover_at"]:
             raise InputError(f"rack {name}: retired {row['retired_at']} before its handover {row['handover_at']}")
     return row

@@ -4,14 +4,24 @@ What a row means (a burn-in, a triage, a repair) is decided in recording.py and 
 this module only knows the tables, so that export, import and statistics read them one way.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
-from opsctl.ledger.database import connect, redacted
+from opsctl.ledger.database import Params, connect, redacted
 from opsctl.ledger.migrations import migrate
 from opsctl.ledger.timestamps import stored, utc_now
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from opsctl.ledger.database import PostgresDatabase, SqliteDatabase, Transaction
+
+Record = dict[str, Any]  # a row as a dict, column -> value (JSON columns as lists)
 
 # Every table and its columns, in the order they are exported; parents before children,
 # which is also the order an import inserts them (the foreign keys need it).
@@ -31,30 +41,30 @@ ORDER = {"racks": "rack", "runs": "finished_at, key", "triages": "at, key", "inc
 JSON_COLUMNS = {"failing_parts", "suspects", "rma_ids"}  # lists kept as JSON text
 
 
-def new_key(prefix):
+def new_key(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
-def content_key(prefix, *content):
+def content_key(prefix: str, *content: Any) -> str:
     """A key that is the same for the same content: recording a document twice adds nothing."""
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
     return f"{prefix}-{digest[:16]}"
 
 
-def to_row(table, record):
+def to_row(table: str, record: Record) -> Record:
     """A record (lists as lists) as stored (lists as JSON text)."""
     return {c: json.dumps(record[c]) if c in JSON_COLUMNS and record.get(c) is not None else record.get(c)
             for c in TABLES[table]}
 
 
-def from_row(row):
+def from_row(row: Record) -> Record:
     return {c: json.loads(v) if c in JSON_COLUMNS and isinstance(v, str) else v for c, v in row.items()}
 
 
 class Ledger:
     """One ledger database, migrated to the latest schema when opened."""
 
-    def __init__(self, database, *, read_only=False):
+    def __init__(self, database: SqliteDatabase | PostgresDatabase, *, read_only: bool = False) -> None:
         self.database = database
         try:
             if read_only and not database.has_ledger():
@@ -66,62 +76,63 @@ class Ledger:
             raise
 
     @property
-    def url(self):
+    def url(self) -> str:
         return redacted(self.database.url)
 
-    def write(self):
+    def write(self) -> AbstractContextManager[Transaction]:
         """A write transaction: all of it lands, or none of it."""
         return self.database.transaction(write=True)
 
-    def read(self):
+    def read(self) -> AbstractContextManager[Transaction]:
         return self.database.transaction(write=False)
 
-    def close(self):
+    def close(self) -> None:
         self.database.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Ledger:
         return self
 
-    def __exit__(self, *_):
+    def __exit__(self, *_: object) -> None:
         self.close()
 
     # --- rows --------------------------------------------------------------------------------
     @staticmethod
-    def insert(tx, table, record):
+    def insert(tx: Transaction, table: str, record: Record) -> bool:
         """Insert one record; False when a row with its key is already there (nothing changes)."""
         row = to_row(table, record)
         columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        tx.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT ({KEY_COLUMN[table]}) DO NOTHING",
-                   list(row.values()))
+        marks = ", ".join(f":{column}" for column in row)
+        tx.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT ({KEY_COLUMN[table]}) DO NOTHING", row)
         return tx.rowcount == 1
 
     @staticmethod
-    def update(tx, table, key, changes):
+    def update(tx: Transaction, table: str, key: str, changes: Record) -> None:
         row = {c: json.dumps(v) if c in JSON_COLUMNS else v for c, v in changes.items()}
-        assignments = ", ".join(f"{column} = ?" for column in row)
-        tx.execute(f"UPDATE {table} SET {assignments} WHERE {KEY_COLUMN[table]} = ?", [*row.values(), key])
+        assignments = ", ".join(f"{column} = :new_{column}" for column in row)
+        tx.execute(f"UPDATE {table} SET {assignments} WHERE {KEY_COLUMN[table]} = :key_of_row",
+                   {**{f"new_{column}": value for column, value in row.items()}, "key_of_row": key})
 
     @staticmethod
-    def select(tx, table, where="", params=(), order=None):
-        """Rows of a table as records (JSON columns as lists). `where` uses ? placeholders."""
+    def select(tx: Transaction, table: str, where: str = "", params: Params | None = None,
+               order: str | None = None) -> list[Record]:
+        """Rows of a table as records (JSON columns as lists). `where` names its parameters (`rack = :rack`)."""
         sql = f"SELECT {', '.join(TABLES[table])} FROM {table}"
         if where:
             sql += f" WHERE {where}"
         sql += f" ORDER BY {order or ORDER[table]}"
         return [from_row(row) for row in tx.rows(sql, params)]
 
-    def records(self, table, where="", params=(), order=None):
+    def records(self, table: str, where: str = "", params: Params | None = None, order: str | None = None) -> list[Record]:
         with self.read() as tx:
             return self.select(tx, table, where, params, order)
 
-    def everything(self):
+    def everything(self) -> dict[str, list[Record]]:
         """Every table's records, read in one transaction (a consistent picture)."""
         with self.read() as tx:
             return {table: self.select(tx, table) for table in TABLES}
 
 
-def open_ledger(url=None, *, read_only=False):
+def open_ledger(url: str | None = None, *, read_only: bool = False) -> Ledger:
     """The ledger at `url` (--db), else $OPSCTL_DB, else the SQLite file in the state dir.
 
     read_only=True for whatever only reads (stats, export, tco --from-ledger, repair list): a

@@ -1,10 +1,14 @@
 """Times in the ledger: stored as ISO-8601 UTC text ('2026-11-30T10:00:00Z'), which sorts as
 time in any database; read from whatever users type (a date, a time, with or without zone)."""
 
+from __future__ import annotations
+
 from datetime import datetime, timezone
+from typing import overload
 
 from opsctl.errors import InputError
 
+Moment = str | datetime  # a time as users type it, or as a datetime
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 # The years a ledger time may fall in. A GPU rack was handed over, failed or was repaired in
 # neither 0026 nor 9999: a time outside is a typo, refused before it enters the ledger, where
@@ -12,12 +16,13 @@ _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 FIRST_YEAR, LAST_YEAR = 2000, 2100
 
 
-def utc_now():
+def utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
-def parse_time(value, what="time"):
+def parse_time(value: Moment, what: str = "time") -> datetime:
     """A timezone-aware UTC datetime from text or a datetime; a time without zone is UTC."""
+    moment: datetime | None
     if isinstance(value, datetime):
         moment = value
     else:
@@ -38,19 +43,25 @@ def parse_time(value, what="time"):
     return moment
 
 
-def stored(value, what="time"):
+@overload
+def stored(value: Moment, what: str = ...) -> str: ...
+@overload
+def stored(value: None, what: str = ...) -> None: ...
+
+
+def stored(value: Moment | None, what: str = "time") -> str | None:
     """The ledger's text form of a time (None stays None)."""
     return None if value is None else parse_time(value, what).strftime(_FORMAT)
 
 
-def from_epoch(seconds):
+def from_epoch(seconds: float) -> str:
     """The ledger's text form of a moment given in seconds since the epoch."""
     return stored(datetime.fromtimestamp(seconds, timezone.utc))
 
 
-def days_between(start, end):
+def days_between(start: Moment, end: Moment) -> float:
     return (parse_time(end) - parse_time(start)).total_seconds() / 86400.0
 
 
-def hours_between(start, end):
+def hours_between(start: Moment, end: Moment) -> float:
     return days_between(start, end) * 24.0

@@ -11,6 +11,8 @@ the file, line and field named, and nothing imported. Records carry their keys; 
 without one gets a key from its content, so importing the same file twice adds nothing.
 """
 
+from __future__ import annotations
+
 import csv
 import errno
 import io
@@ -18,18 +20,27 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from opsctl.errors import InputError
 from opsctl.input_checks import check_depth, kind_of, shown
 from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
-from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, content_key
+from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, Record, content_key
 from opsctl.ledger.timestamps import stored, utc_now
 from opsctl.runs.atomic_file import write_bytes_atomic
 from opsctl.yaml_input import parse_json
 
+if TYPE_CHECKING:
+    from opsctl.ledger.database import Transaction
+    from opsctl.ledger.parts import Parts
+
+FilePath = str | os.PathLike[str]
+# (table, raw record, where): `where()` names the file and line of the record, for an error
+ReadRecord = tuple[str, dict[str, Any], Callable[[], str]]
 FORMAT = "opsctl-ledger/1"
 KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep"}
 TIME_COLUMNS = {"handover_at", "retired_at", "recorded_at", "finished_at", "at", "occurred_at", "opened_at",
@@ -47,11 +58,11 @@ REQUIRED = {
 
 
 # --- export --------------------------------------------------------------------------------
-def export_document(ledger):
+def export_document(ledger: Ledger) -> dict[str, Any]:
     return {"format": FORMAT, "exported_at": stored(utc_now()), "ledger": ledger.url, **ledger.everything()}
 
 
-def json_text(document):
+def json_text(document: dict[str, Any]) -> str:
     """The export document with one record per line: diffable, and an import error's line is a record."""
     lines = ["{"]
     heads = [k for k in document if k not in TABLES]
@@ -66,7 +77,7 @@ def json_text(document):
     return "\n".join(lines) + "\n"
 
 
-def write_csv(document, directory):
+def write_csv(document: dict[str, Any], directory: FilePath) -> list[Path]:
     """One CSV per table under `directory`; returns the files written. Each file is written whole
     (a temporary file renamed into place), so a failed export leaves no half-written table."""
     directory = Path(directory)
@@ -85,7 +96,7 @@ def write_csv(document, directory):
     return written
 
 
-def write_text(path, text):
+def write_text(path: FilePath, text: str) -> Path:
     """Write a file whole (runs/atomic_file: a temporary file beside it, renamed into place); an
     unwritable path is an input error naming it and why."""
     path = Path(path)
@@ -98,18 +109,18 @@ def write_text(path, text):
     return path
 
 
-def _why(exc):
+def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _csv_cell(column, value):
+def _csv_cell(column: str, value: Any) -> Any:
     if value is None:
         return ""
     return json.dumps(value) if column in JSON_COLUMNS else value
 
 
 # --- reading files -------------------------------------------------------------------------
-def _read_text(path):
+def _read_text(path: FilePath) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -118,7 +129,7 @@ def _read_text(path):
         raise InputError(f"{path}: cannot read: {exc}") from None
 
 
-def _json_line(text, table, index):
+def _json_line(text: str, table: str, index: int) -> int | None:
     """The line a record of a JSON document starts on (found only when there is an error)."""
     try:
         for key, value in yaml.compose(text, Loader=yaml.SafeLoader).value:
@@ -129,7 +140,7 @@ def _json_line(text, table, index):
     return None
 
 
-def _json_records(path):
+def _json_records(path: FilePath) -> Iterator[ReadRecord]:
     text = _read_text(path)
     try:
         document = check_depth(json.loads(text), path)
@@ -159,7 +170,7 @@ def _json_records(path):
             yield table, record, where
 
 
-def _csv_records(path, table):
+def _csv_records(path: FilePath, table: str | None) -> Iterator[ReadRecord]:
     table = table or Path(path).stem
     if table not in TABLES:
         raise InputError(f"{path}: which table? name the file after one ({', '.join(f'{t}.csv' for t in TABLES)}) or say --table")
@@ -176,14 +187,19 @@ def _csv_records(path, table):
             line = reader.line_num
             if None in row:
                 raise InputError(f"{path} line {line}: more cells than the header has columns")
-            yield table, {c: v for c, v in row.items() if v not in ("", None)}, lambda n=line: f"{path} line {n}"
+            yield table, {c: v for c, v in row.items() if v not in ("", None)}, _known_place(f"{path} line {line}")
     except csv.Error as exc:  # a field over csv.field_size_limit() (131,072 characters), an open quote, a NUL
         line = reader.line_num + 1  # line_num counts the lines of the records read whole: the bad one starts next
         why = "a quote opened on this line is never closed" if "end of data" in str(exc) else str(exc)
         raise InputError(f"{path} line {line}: not valid CSV: {why}") from None
 
 
-def read_files(paths, table=None):
+def _known_place(place: str) -> Callable[[], str]:
+    """`where` for a record whose place is known as it is read (a CSV line)."""
+    return lambda: place
+
+
+def read_files(paths: Iterable[FilePath], table: str | None = None) -> Iterator[ReadRecord]:
     """(table, raw record, where) for every record of the files, in file order."""
     for path in paths:
         if Path(path).is_dir():
@@ -200,7 +216,7 @@ def read_files(paths, table=None):
 
 
 # --- checking one record -------------------------------------------------------------------
-def _field_value(column, value):
+def _field_value(column: str, value: Any) -> Any:
     if value is None:
         return None
     if column in TIME_COLUMNS:
@@ -233,9 +249,9 @@ def _field_value(column, value):
     return str(value)
 
 
-def _checked(table, raw, session, tx):
+def _checked(table: str, raw: dict[str, Any], session: RecordingSession, tx: Transaction) -> Record:
     """The record as the ledger stores it, every field checked; InputError names the field."""
-    record = {}
+    record: Record = {}
     for column in TABLES[table]:
         if column in raw:
             try:
@@ -263,7 +279,7 @@ def _checked(table, raw, session, tx):
         failing = []
         for item in record.get("failing_parts") or []:
             part_id = item.get("part") if isinstance(item, dict) else item
-            part = session.parts.part(part_id, facts)
+            part = session.parts.part(str(part_id), facts)  # (Parts.part reads any value as text)
             entry = {"part": part.id, "kind": part.kind}
             if isinstance(item, dict) and item.get("explained_by"):  # counted as the suspect that explains it
                 entry["explained_by"] = session.parts.part(str(item["explained_by"]), facts).id
@@ -288,10 +304,10 @@ def _checked(table, raw, session, tx):
         for column in ("closed_at", "back_in_service_at"):
             if record.get(column) and record[column] < record["opened_at"]:
                 raise InputError(f"field {column}: {record[column]} is before opened_at {record['opened_at']}")
-        if record.get("incident_key") and not tx.row("SELECT key FROM incidents WHERE key = ?", (record["incident_key"],)):
+        if record.get("incident_key") and not tx.row("SELECT key FROM incidents WHERE key = :key", {"key": record["incident_key"]}):
             raise InputError(f"field incident_key: no incident {record['incident_key']!r} in the ledger or this import")
     if table == "incidents" and record.get("triage_key") and not tx.row(
-            "SELECT key FROM triages WHERE key = ?", (record["triage_key"],)):
+            "SELECT key FROM triages WHERE key = :key", {"key": record["triage_key"]}):
         raise InputError(f"field triage_key: no triage {record['triage_key']!r} in the ledger or this import")
     if not record.get("key"):
         content = {c: v for c, v in record.items() if c != "recorded_at"}
@@ -299,7 +315,8 @@ def _checked(table, raw, session, tx):
     return record
 
 
-def import_files(ledger, paths=(), *, table=None, parts=None, records=None):
+def import_files(ledger: Ledger, paths: Iterable[FilePath] = (), *, table: str | None = None, parts: Parts | None = None,
+                 records: Sequence[ReadRecord] | None = None) -> dict[str, dict[str, int]]:
     """Import every record of the files (or `records`, as read_files gives them) in one
     transaction; returns {table: {"added", "present"}}."""
     counts = {t: {"added": 0, "present": 0} for t in TABLES}
@@ -315,9 +332,9 @@ def import_files(ledger, paths=(), *, table=None, parts=None, records=None):
                     record = _checked(name, raw, session, tx)
                 except InputError as exc:
                     raise InputError(f"{where()}: {exc}") from None
-                if name == "racks" and tx.row("SELECT rack FROM racks WHERE rack = ?", (record["rack"],)):
+                if name == "racks" and tx.row("SELECT rack FROM racks WHERE rack = :rack", {"rack": record["rack"]}):
                     # A rack already known keeps its row; the import may only fill in what is missing.
-                    known = Ledger.select(tx, "racks", "rack = ?", (record["rack"],))[0]
+                    known = Ledger.select(tx, "racks", "rack = :rack", {"rack": record["rack"]})[0]
                     fill = {c: record[c] for c in ("handover_at", "retired_at") if record.get(c) and not known[c]}
                     if fill:
                         Ledger.update(tx, "racks", record["rack"], fill)

@@ -15,15 +15,22 @@ own links. NVIDIA documents no XID that one failing link makes other GPUs log, s
 read as an echo of another GPU's fault.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from probes import xids as xid_catalog
 from probes.judge import load_references
 
-# Link counters of the snapshot, in the column order of the arrays below: CONTRACT's five and
+if TYPE_CHECKING:
+    from opsctl.localize.snapshot import SideReadings
+
+# Link counters of the snapshot, in the column order of the arrays below: the snapshot format's five and
 # the NVLink 5 counters (the reading's names; link_down_events is NVLink 5's failed recovery).
 COUNTERS = ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events",
             "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors", "local_link_integrity_errors",
@@ -45,7 +52,7 @@ class CounterRule:
 
 
 @lru_cache(maxsize=1)
-def link_rules():
+def link_rules() -> tuple[tuple[CounterRule, ...], dict[str, Any]]:
     """(counter rules by snapshot column, effective-BER rule) from the rulebook."""
     rules = load_references().rules
     by_counter = {rule["counter"]: rule for rule in rules["link_counters"]}
@@ -61,7 +68,7 @@ def link_rules():
 _OPS = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
 
 
-def side_verdicts(counts, state, ber, window_s):
+def side_verdicts(counts: np.ndarray, state: np.ndarray, ber: np.ndarray, window_s: float) -> np.ndarray:
     """Per-link verdict codes from one end's readings, by the rulebook.
 
     counts: (links × COUNTERS) float array, NaN where not read; state: int8 array, 1 down,
@@ -83,14 +90,15 @@ def side_verdicts(counts, state, ber, window_s):
     return verdict
 
 
-def link_log_ratios(sides, window_s):
+def link_log_ratios(sides: dict[str, SideReadings], window_s: float) -> np.ndarray:
     """Per-link log r: each end's verdict is a reading of its own (the GPU's and the switch's
     counters are separate), so their log ratios add, as the counters' own evidence would."""
-    total = None
+    total: np.ndarray | None = None
     for readings in sides.values():
         codes = side_verdicts(readings.counts, readings.state, readings.ber, window_s)
         log_r = verdict_codes_log_ratio(codes)
         total = log_r if total is None else total + log_r
+    assert total is not None  # a snapshot's observation holds both ends, read or not
     return total
 
 
@@ -101,7 +109,7 @@ SOURCE = ("opsctl localizer: each link judged by the rulebook (DCGM's health rul
           "a judge on those rules is taken to miss 5% of bad links and fail 1 healthy link in 100,000 (opsctl's estimate)")
 
 
-def verdict_log_ratio(verdict):
+def verdict_log_ratio(verdict: str) -> float:
     """log r for a judged link; 0 (no evidence) for incomplete or unknown verdicts."""
     likelihoods = VERDICT_LIKELIHOODS.get(verdict)
     return 0.0 if likelihoods is None else float(np.log(likelihoods[0] / likelihoods[1]))
@@ -110,7 +118,7 @@ def verdict_log_ratio(verdict):
 _LOG_R_BY_CODE = {UNREAD: 0.0, PASS: verdict_log_ratio("pass"), WARN: verdict_log_ratio("warn"), FAIL: verdict_log_ratio("fail")}
 
 
-def verdict_codes_log_ratio(codes):
+def verdict_codes_log_ratio(codes: np.ndarray) -> np.ndarray:
     """log r per link from verdict codes (UNREAD, PASS, WARN, FAIL)."""
     table = np.array([_LOG_R_BY_CODE[UNREAD], _LOG_R_BY_CODE[PASS], _LOG_R_BY_CODE[WARN], _LOG_R_BY_CODE[FAIL]])
     return table[codes.astype(np.int64) + 1]
@@ -133,7 +141,7 @@ class GpuXid:
     repair: str  # the repair context in opsctl/data/mttr.yaml: reset (reset the GPU) or rma
 
     @property
-    def log_ratio(self):
+    def log_ratio(self) -> float:
         return float(np.log(self.p_faulty / self.p_healthy))
 
 
@@ -142,10 +150,10 @@ class GpuXid:
 RESET_BUCKETS = ("RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48", "UPDATE_SWFW")
 
 
-def _gpu_xids():
+def _gpu_xids() -> dict[int, GpuXid]:
     """Every catalog XID whose immediate bucket fails a GPU, but for NVLink ones (their links'
     evidence): P(logged | faulty) 0.2 and P(logged | healthy) 1e-5 are opsctl's estimates."""
-    found = {}
+    found: dict[int, GpuXid] = {}
     for code, ruling in xid_catalog.rulings().items():
         if ruling.verdict == "fail" and code not in NVLINK_XIDS:
             found[code] = GpuXid(ruling.meaning, 0.2, 1e-5, "reset" if ruling.bucket in RESET_BUCKETS else "rma")
@@ -157,7 +165,7 @@ GPU_XIDS = _gpu_xids()
 UNLISTED_XID = GpuXid("not in NVIDIA's XID catalog", 0.2, 1e-5, "rma")
 
 
-def gpu_xid(code):
+def gpu_xid(code: int) -> GpuXid | None:
     """The GpuXid of a code, UNLISTED_XID for one the catalog lacks, None for one that does not
     fail a GPU (an application fault, an NVLink XID)."""
     if code in GPU_XIDS:
@@ -168,12 +176,12 @@ GPU_LOST = (0.3, 1e-5)
 XID_SOURCE = "NVIDIA Xid Catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); likelihoods are opsctl's estimates"
 
 
-def nvlink_xid_gpus(gpu_xids):
+def nvlink_xid_gpus(gpu_xids: dict[int, list[tuple[int, float | None]]]) -> set[int]:
     """The GPUs that logged an NVLink XID: gpu_xids is {gpu index: [(xid, time or None), ...]}."""
     return {gpu for gpu, events in gpu_xids.items() if any(xid in NVLINK_XIDS for xid, _ in events)}
 
 
-def gpu_log_ratio(xid_codes, lost):
+def gpu_log_ratio(xid_codes: Iterable[int], lost: bool) -> float:
     """log ratio of a GPU's own symptoms (distinct XID codes, lost) under faulty vs healthy.
 
     Each code counts once: repeats of one XID are one fault talking, not more evidence."""
@@ -187,5 +195,5 @@ def gpu_log_ratio(xid_codes, lost):
     return total
 
 
-def nvlink_xid_log_ratio():
+def nvlink_xid_log_ratio() -> float:
     return float(np.log(NVLINK_XID[0] / NVLINK_XID[1]))

@@ -9,8 +9,12 @@ this table gives. Checks on a GPU's links are its links' (they never come here),
 read by the XID catalog (evidence.py).
 """
 
+from __future__ import annotations
+
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,18 +32,20 @@ CHECK_FAULTS = (
     (re.compile(r"(config\.\w+|rack\.configuration)$"), GpuFault("configuration", "configure", 2)),
     (re.compile(r"(under_load\.clocks_event_reasons|gemm\.\w+\.drop_pct|rack\.temperature_c|clocks\.violation_s"
                 r"|power\.thermal_violation_s|thermal\.\w+)$"), GpuFault("thermal_throttle", "cooling", 3)),
-    (re.compile(r"power\.reached$"), GpuFault("power_brake", "power", 3)),  # cannot hold its power target
+    (re.compile(r"(power\.reached|power\.pulse\.\w+)$"), GpuFault("power_brake", "power", 3)),  # cannot hold its power target, or braked by it
     (re.compile(r"c2c\.\w+$"), GpuFault("c2c_link_down", "replace", 3)),  # GB200: GPU and Grace share the tray's board
     (re.compile(r"(fabric\.health|fabric\.clique)$"), GpuFault("fabric_degraded", "fabric", 3)),
     (re.compile(r"(memory\.remapped_rows|memory\.retired_pages|ecc\.uncorrected_volatile)$"), GpuFault("row_remap", "reset", 2)),
     (re.compile(r"(gpu\.lost|gpu\.hung|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
     (re.compile(r"(gemm\.\w+\.tflops(\.peers)?|membw\.gbps(\.peers)?|rack\.\w+)$"), GpuFault("slow_gpu", "reset", 1)),
     (re.compile(r"nvlink\.link_count$"), GpuFault("gpu", "replace", 3)),
+    # A switch tray's own check (it reaches here as a tray's failed check): its firmware, flashed (switch_tray@firmware).
+    (re.compile(r"switch_tray\.firmware$"), GpuFault("switch_firmware", "firmware", 2)),
 )
 POWER_BRAKE = "hw_power_brake_slowdown"
 
 
-def gpu_fault(check, value=None):
+def gpu_fault(check: str, value: object = None) -> GpuFault | None:
     """The GpuFault of a failed check's name (and its reading: a clocks check held only by the
     power brake is a power-delivery fault, not a cooling one), or None for a check this table
     does not know (it still fails the GPU; the repair is the GPU's default)."""
@@ -51,8 +57,8 @@ def gpu_fault(check, value=None):
     return None
 
 
-def worst_fault(failed_checks):
+def worst_fault(failed_checks: Iterable[Mapping[str, Any]]) -> GpuFault | None:
     """The fault that decides the repair of a GPU with these failed checks: [{"check", "value"}]."""
-    faults = [gpu_fault(entry.get("check", ""), entry.get("value")) for entry in failed_checks]
-    faults = [fault for fault in faults if fault is not None]
+    found = [gpu_fault(entry.get("check", ""), entry.get("value")) for entry in failed_checks]
+    faults = [fault for fault in found if fault is not None]
     return max(faults, key=lambda fault: fault.severity) if faults else None

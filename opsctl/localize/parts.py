@@ -20,13 +20,21 @@ with no smaller part in common point at the cartridge. A GPU can be faulty with 
 symptom at all (q = 0: an XID says so).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from opsctl.rack_models import model_named
 from opsctl.topology import build_topology
+
+if TYPE_CHECKING:
+    from opsctl.rack_models import RackModel
+    from opsctl.topology.graph import Component, Topology
 
 TEMPLATE_RACK = "_"  # parts are built once per model under this rack name, then renamed
 RACK_FAULT_PRIOR = 0.5  # P(the rack has a hardware fault) when someone takes a snapshot to look
@@ -58,8 +66,8 @@ NAMING_ORDER = ("link", "gpu", "connector", "compute_tray", "cartridge", "switch
 class PartIndex:
     """The parts of one rack model, rack-name free: ids are relative (`ct03/gpu2`)."""
 
-    model: object  # RackModel
-    topology: object  # the template Topology (rack name TEMPLATE_RACK)
+    model: RackModel
+    topology: Topology  # the template Topology (rack name TEMPLATE_RACK)
     link_ids: tuple  # relative link ids, index = link index
     link_index: dict  # relative link id -> link index
     link_by_gpu_port: dict  # (relative gpu id, port) -> link index
@@ -83,38 +91,38 @@ class PartIndex:
     log_q_weight: np.ndarray  # parts × q_grid: log weight, −inf where the kind has no such q
 
     @property
-    def links(self):
+    def links(self) -> int:
         return len(self.link_ids)
 
-    def part_links(self, part):
+    def part_links(self, part: int) -> np.ndarray:
         return self.entry_link[self.entry_start[part]:self.entry_start[part + 1]]
 
-    def part_gpus(self, part):
+    def part_gpus(self, part: int) -> np.ndarray:
         return self.gpu_entry_gpu[self.gpu_entry_start[part]:self.gpu_entry_start[part + 1]]
 
 
-def _relative(component_id):
+def _relative(component_id: str) -> str:
     return component_id.split("/", 1)[1]
 
 
-def _penetrance_kind(component, topology):
+def _penetrance_kind(component: Component, topology: Topology) -> str:
     if component.kind == "connector" and topology.model.is_switch_tray(component.tray):
         return "switch_connector"
     return component.kind
 
 
-def build_part_index(model, cabling_map=None):
+def build_part_index(model: RackModel, cabling_map: str | Path | None = None) -> PartIndex:
     topology = build_topology(TEMPLATE_RACK, model, cabling_map)
     links = list(topology.links.values())
     link_index = {link.id: i for i, link in enumerate(links)}
     gpus = topology.of_kind("gpu")
     gpu_index = {_relative(g.id): i for i, g in enumerate(gpus)}
 
-    groups = {}  # frozenset of links -> components carrying exactly those
+    groups: dict[frozenset[str], list[Component]] = {}  # frozenset of links -> components carrying exactly those
     for component in topology.components.values():
         if component.links:
             groups.setdefault(frozenset(component.links), []).append(component)
-    parts = []
+    parts: list[tuple[Component, tuple[str, ...]]] = []
     for members in groups.values():
         members.sort(key=lambda c: (NAMING_ORDER.index(c.kind) if c.kind in NAMING_ORDER else len(NAMING_ORDER), c.id))
         if members[0].kind == "cable":
@@ -122,15 +130,21 @@ def build_part_index(model, cabling_map=None):
         parts.append((members[0], tuple(_relative(m.id) for m in members[1:])))
     parts.sort(key=lambda p: (NAMING_ORDER.index(p[0].kind), p[0].id))
 
-    counts = {}
+    counts: dict[str, int] = {}
     for component, _ in parts:
         counts[component.kind] = counts.get(component.kind, 0) + 1
     q_grid = np.array(sorted({q for row in PENETRANCE.values() for q in row}))
-    entry_link, entry_start, gpu_entry, gpu_start, log_prior, log_weight, kinds = [], [0], [], [0], [], [], []
+    link_entries: list[int] = []
+    link_starts = [0]
+    gpu_entry: list[int] = []
+    gpu_start = [0]
+    log_prior: list[float] = []
+    log_weight: list[list[float]] = []
+    kinds: list[str] = []
     for component, _ in parts:
         indices = sorted(link_index[link] for link in component.links)
-        entry_link.extend(indices)
-        entry_start.append(len(entry_link))
+        link_entries.extend(indices)
+        link_starts.append(len(link_entries))
         part_gpus = sorted({gpu_index[_relative(topology.links[links[i].id].gpu)] for i in indices})
         gpu_entry.extend(part_gpus)
         gpu_start.append(len(gpu_entry))
@@ -142,8 +156,8 @@ def build_part_index(model, cabling_map=None):
         with np.errstate(divide="ignore"):
             log_weight.append([np.log(weights.get(q, 0.0)) for q in q_grid])
 
-    entry_link = np.array(entry_link, dtype=np.int64)
-    entry_start = np.array(entry_start, dtype=np.int64)
+    entry_link = np.array(link_entries, dtype=np.int64)
+    entry_start = np.array(link_starts, dtype=np.int64)
     part_ids = tuple(_relative(c.id) for c, _ in parts)
     gpu_part = np.full(len(gpus), -1, dtype=np.int64)
     for i, (component, _) in enumerate(parts):
@@ -177,10 +191,10 @@ def build_part_index(model, cabling_map=None):
 
 
 @lru_cache(maxsize=16)
-def _cached(model_name, cabling_map):
+def _cached(model_name: str, cabling_map: str | None) -> PartIndex:
     return build_part_index(model_named(model_name), cabling_map)
 
 
-def part_index_for(model, cabling_map=None):
+def part_index_for(model: RackModel, cabling_map: str | Path | None = None) -> PartIndex:
     """The PartIndex of a model (and cabling map), built once per process."""
     return _cached(model.name, str(cabling_map) if cabling_map else None)

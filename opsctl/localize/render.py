@@ -1,17 +1,29 @@
 """Localization results for people: what is broken, how sure we are, what to do, how long it
 takes and what it idles — in that order, for someone reading it at 3 a.m."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from rich import box
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console, JustifyMethod
 
 STATUS_LINE = {
     "healthy": "[green]healthy[/green]: every link and GPU read, nothing points at a fault",
     "incomplete": "[yellow]incomplete[/yellow]: no fault in what was read, but not everything was read",
     "faulty": "[red]faulty[/red]",
 }
+SUMMARY_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("suspect", "left"), ("score", "right"), ("bad links", "right"), ("repair", "left"), ("MTTR h", "right"),
+    ("idles", "right"), ("runbook", "left"))
+TRIAGE_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("#", "right"), ("fault", "left"), ("score", "right"), ("repair", "left"), ("hours", "right"), ("idles", "right"))
 
 
-def render_summary(result, out):
+def render_summary(result: dict[str, Any], out: Console) -> None:
     """One rack in a few lines: the status and a table of suspects (opsctl localize)."""
     faults = [s for s in result["suspects"] if "alternative_to" not in s]
     head = STATUS_LINE[result["status"]]
@@ -20,8 +32,7 @@ def render_summary(result, out):
     out.print(f"[bold]{result['rack']}[/bold] ({result['model']}) {head}")
     if result["suspects"]:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-        for column, justify in (("suspect", "left"), ("score", "right"), ("bad links", "right"), ("repair", "left"),
-                                ("MTTR h", "right"), ("idles", "right"), ("runbook", "left")):
+        for column, justify in SUMMARY_COLUMNS:
             table.add_column(column, justify=justify, no_wrap=True)
         for s in result["suspects"]:
             name = s["component"] if "alternative_to" not in s else f"  or {s['component']}"
@@ -32,7 +43,7 @@ def render_summary(result, out):
     _render_unread(result, out)
 
 
-def render_triage(result, out):
+def render_triage(result: dict[str, Any], out: Console) -> None:
     """One rack for the on-call engineer: the faults at a glance, then each with its evidence,
     repair, time, blast radius and runbook, the XIDs explained and what was not read
     (opsctl triage)."""
@@ -45,8 +56,7 @@ def render_triage(result, out):
               f"{observed['gpus_total']} GPUs over {result['window_seconds']:g} s")
     if faults:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-        for column, justify in (("#", "right"), ("fault", "left"), ("score", "right"), ("repair", "left"),
-                                ("hours", "right"), ("idles", "right")):
+        for column, justify in TRIAGE_COLUMNS:
             table.add_column(column, justify=justify, no_wrap=True)
         for number, s in enumerate(faults, start=1):
             idles = f"{s.get('gpus_idled', '-')} GPU" + ("" if s.get("gpus_lost_to_training", 0) == 0 else
@@ -85,7 +95,7 @@ def render_triage(result, out):
                   f"{result['rack']}[/dim]")
 
 
-def _render_unread(result, out):
+def _render_unread(result: dict[str, Any], out: Console) -> None:
     if result["unread_trays"]:
         out.print(f"[yellow]not read[/yellow]: {', '.join(result['unread_trays'])} — their links and GPUs were "
                   "not judged (neither healthy nor faulty)")

@@ -1,5 +1,10 @@
-"""CONTRACT's localization result for one rack: the suspects, each with the evidence that
+"""The localization result for one rack: the suspects, each with the evidence that
 points at it, its repair action, MTTR, blast radius and runbook."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -9,6 +14,12 @@ from opsctl.localize.measured import JUDGED_TRAY, TRAY_KINDS, judged_trays
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
 from opsctl.localize.search import DECIDE
 from opsctl.runbooks import runbook_for
+
+if TYPE_CHECKING:
+    from opsctl.localize.parts import PartIndex
+    from opsctl.localize.search import Evidence, Slot
+    from opsctl.localize.snapshot import SideReadings
+    from opsctl.mttr import MttrModel, Repair
 
 COUNTER_WORDS = {"crc_errors": "CRC", "replay_errors": "replays", "recovery_errors": "recoveries",
                  "symbol_errors": "symbol errors", "link_down_events": "drops", "rcv_errors": "receive errors",
@@ -30,11 +41,11 @@ JUDGED = {
 }
 
 
-def gpu_repair_context(xid_codes, lost, failed_checks=()):
+def gpu_repair_context(xid_codes: Iterable[int], lost: bool, failed_checks: Sequence[dict[str, Any]] = ()) -> str | None:
     """How a GPU suspected from its own symptoms is repaired first: the repair of the worst
     fault its failed checks show (gpu_faults.py), else the XID catalog's action."""
     fault = worst_fault(failed_checks)
-    contexts = {gpu_xid(code).repair for code in xid_codes if gpu_xid(code) is not None}
+    contexts = {known.repair for known in map(gpu_xid, xid_codes) if known is not None}
     if "rma" in contexts or (fault and fault.context == "rma"):
         return "rma"
     if fault is not None:
@@ -47,18 +58,20 @@ def gpu_repair_context(xid_codes, lost, failed_checks=()):
 class RackResult:
     """Builds the result document of one rack from its evidence and the search's slots."""
 
-    def __init__(self, rack, index, evidence, details, mttr):
+    def __init__(self, rack: str, index: PartIndex, evidence: Evidence, details: LinkDetails,
+                 mttr: MttrModel | None) -> None:
         self.rack = rack
         self.index = index
         self.evidence = evidence
         self.details = details  # LinkDetails: readings to quote, GPUs with NVLink XIDs, lost GPUs
         self.mttr = mttr
-        self.repairs = []  # of the declared faults, for what they take out together
+        self.repairs: list[Repair] = []  # of the declared faults, for what they take out together
 
-    def full(self, relative_id):
+    def full(self, relative_id: str) -> str:
         return f"{self.rack}/{relative_id}"
 
-    def suspect(self, slot_part, score, q=None, alternative_to=None, judged=False):
+    def suspect(self, slot_part: int, score: float, q: float | None = None, alternative_to: str | None = None,
+                judged: bool = False) -> dict[str, Any]:
         index = self.index
         kind = index.part_kinds[slot_part]
         part_id = index.part_ids[slot_part]
@@ -70,11 +83,12 @@ class RackResult:
         xids = self.details.gpu_xid_codes.get(gpu, []) if gpu is not None else []
         lost = gpu in self.details.lost if gpu is not None else False
         failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else self.details.tray_checks.get(part_id, [])
-        context = gpu_repair_context(xids, lost, failed) if kind == "gpu" else None
+        tray_fault = worst_fault(failed) if kind != "gpu" else None  # a tray's own failed check may name its repair
+        context = gpu_repair_context(xids, lost, failed) if kind == "gpu" else tray_fault.context if tray_fault else None
         repair = self.mttr.repair(f"{TEMPLATE_RACK}/{part_id}", index.topology, context) if self.mttr else None
         if repair is not None and alternative_to is None:
             self.repairs.append(repair)
-        entry = {
+        entry: dict[str, Any] = {
             "component": self.full(part_id),
             "kind": kind,
             "score": round(score, 4),
@@ -101,7 +115,8 @@ class RackResult:
             })
         # The runbook of its most telling GPU-fault XID, else of its kind (an NVLink XID on a
         # GPU blamed for its links is the link's symptom, not the GPU's workflow).
-        telling = sorted({c for c in xids if gpu_xid(c) is not None}, key=lambda c: -gpu_xid(c).log_ratio)
+        telling = sorted({c for c in xids if gpu_xid(c) is not None},
+                         key=lambda c: -gpu_xid(c).log_ratio)  # type: ignore[union-attr]  # codes it knows, filtered above
         fault = worst_fault(failed)
         entry["runbook"] = (runbook_for(kind=fault.kind) if fault and not telling else None) or runbook_for(kind=kind, xids=telling)
         entry["evidence"] = self.describe(bad, xids, lost, gpu, failed)
@@ -109,22 +124,24 @@ class RackResult:
         entry["judgement"] = {**judgement, "value": entry["score"]}
         return entry
 
-    def describe(self, bad_links, xids, lost, gpu, failed=()):
+    def describe(self, bad_links: np.ndarray, xids: list[int], lost: bool, gpu: int | None,
+                 failed: Sequence[dict[str, Any]] = ()) -> list[str]:
         lines = [f"failed {c['check']}: {c['reason']}" if c.get("reason") else f"failed {c['check']}" for c in failed]
         for link in bad_links[:EVIDENCE_LINKS_SHOWN]:
             lines.append(f"{self.full(self.index.link_ids[link])}: {self.details.reading(link)}")
         if len(bad_links) > EVIDENCE_LINKS_SHOWN:
             lines.append(f"and {len(bad_links) - EVIDENCE_LINKS_SHOWN} more link(s) with symptoms")
         for code in sorted(set(xids)):
-            if gpu_xid(code) is not None:
-                lines.append(f"XID {code} ({gpu_xid(code).name}) — {XID_SOURCE}")
+            known = gpu_xid(code)
+            if known is not None:
+                lines.append(f"XID {code} ({known.name}) — {XID_SOURCE}")
         if lost:
             lines.append("the GPU did not answer while the rest of its tray did")
         if gpu is not None and gpu in self.details.nvlink_gpus:
             lines.append("logged an NVLink XID (NVIDIA's NVLink workflow: a problem on its own links)")
         return lines
 
-    def repair_plan(self):
+    def repair_plan(self) -> dict[str, Any] | None:
         """What all the declared faults' repairs take out of service together (None without a
         repair model): the GPUs, against the rack's hot spares, and what that means."""
         if not self.mttr:
@@ -133,18 +150,19 @@ class RackResult:
         plan["gpu_ids"] = [self.full(gpu.split("/", 1)[1]) for gpu in plan["gpu_ids"]]
         return plan
 
-    def judged_gpus(self, slots):
+    def judged_gpus(self, slots: Sequence[Slot]) -> list[int]:
         """GPUs that failed rulebook checks of their own on their trays and that no declared
         part (the GPU itself, its tray, its baseboard) already names: faults by judgment, not
         inference, so each is a suspect of its own with score 1, whatever the other faults."""
         index = self.index
-        covered = set()
+        covered: set[int] = set()
         for slot in slots:
             if index.part_kinds[slot.part] in ("gpu", "compute_tray", "baseboard"):
                 covered.update(index.part_gpus(slot.part).tolist())
         return [gpu for gpu in sorted(self.details.gpu_checks) if gpu not in covered and index.gpu_part[gpu] >= 0]
 
-    def document(self, slots, window_s, unread, source, taken=None):
+    def document(self, slots: list[Slot], window_s: float, unread: list[str], source: str,
+                 taken: str | None = None) -> dict[str, Any]:
         suspects = [self.suspect(s.part, s.score, s.q) for s in slots]
         judged = [int(self.index.gpu_part[gpu]) for gpu in self.judged_gpus(slots)]
         suspects += [self.suspect(part, 1.0, judged=True) for part in judged]
@@ -183,8 +201,11 @@ class RackResult:
 class LinkDetails:
     """The readings behind the evidence, kept to quote them in a suspect's evidence."""
 
-    def __init__(self, observation_sides, window_s, gpu_xids, nvlink_gpus, lost, gpus_answered, gpu_checks=None,
-                 link_checks=None, tray_checks=None):
+    def __init__(self, observation_sides: dict[str, SideReadings], window_s: float,
+                 gpu_xids: dict[int, list[tuple[int, float | None]]], nvlink_gpus: set[int], lost: Iterable[int],
+                 gpus_answered: int, gpu_checks: dict[int, list[dict[str, Any]]] | None = None,
+                 link_checks: dict[int, list[dict[str, Any]]] | None = None,
+                 tray_checks: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.sides = observation_sides
         self.window_s = window_s
         self.observed = np.zeros_like(next(iter(observation_sides.values())).observed)
@@ -199,9 +220,9 @@ class LinkDetails:
         self.lost = set(lost)
         self.gpus_answered = gpus_answered
 
-    def reading(self, link):
+    def reading(self, link: int) -> str:
         """A link's readings in words: 'CRC 2472, replays 11 at the GPU end; … in 60 s'."""
-        parts = []
+        parts: list[str] = []
         for side, readings in self.sides.items():
             if not readings.observed[link]:
                 continue

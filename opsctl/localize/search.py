@@ -22,11 +22,18 @@ posterior in its slot — e^{G_f} / (1 + Σ_g e^{G_g}) over every candidate g fo
 this part; the runners-up are the alternatives.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from opsctl.localize.evidence import LOG_R_MAX, LOG_R_MIN
+
+if TYPE_CHECKING:
+    from opsctl.localize.parts import PartIndex
 
 MAX_FAULTS = 6
 MIN_ALTERNATIVE = 0.01  # runners-up below this share of their slot are not worth listing
@@ -52,7 +59,8 @@ class Evidence:
     gpu_origin: np.ndarray  # per GPU: log ratio of an origin NVLink XID on it (0 when none)
 
 
-def _logsumexp(values, axis=None):
+def _logsumexp(values: np.ndarray, axis: int | None = None) -> Any:
+    """log Σ exp(values): an array along `axis`, a float over all of them."""
     top = np.max(values, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):  # every value −inf: the sum is 0 and its log −inf, as it should be
@@ -64,7 +72,7 @@ class _Scorer:
     """Scores parts and sets of parts for one rack's evidence. Only "live" parts are scored:
     those with a link that looks bad or GPU evidence; no other part can gain."""
 
-    def __init__(self, index, evidence):
+    def __init__(self, index: PartIndex, evidence: Evidence) -> None:
         self.index = index
         self.evidence = evidence
         self.r = np.exp(np.clip(evidence.log_r, LOG_R_MIN, LOG_R_MAX))
@@ -87,13 +95,13 @@ class _Scorer:
         self.gpu_offsets = np.concatenate([[0], np.cumsum(gends - gstarts)])[:-1]
         self.gpu_counts = gends - gstarts
         self.entry_position = np.repeat(np.arange(len(self.live)), ends - starts)  # live position of each entry
-        self.base = None
+        self.base: np.ndarray | None = None
         self.own = np.zeros(len(self.live))
         for position, part in enumerate(self.live):
             if index.part_kinds[part] == "gpu":
                 self.own[position] = evidence.gpu_own[np.flatnonzero(index.gpu_part == part)[0]]
 
-    def per_q(self, p):
+    def per_q(self, p: np.ndarray) -> np.ndarray:
         """(live parts × q grid): the link evidence for each part at each penetrance.
 
         The table with nothing explained is computed once; a hypothesis changes only the
@@ -114,7 +122,7 @@ class _Scorer:
         np.add.at(table, self.entry_position[touched], after - before)
         return table
 
-    def log_odds(self, p, origin_left):
+    def log_odds(self, p: np.ndarray, origin_left: np.ndarray) -> np.ndarray:
         """G for every live part, given link explanation p and unexplained origin XIDs."""
         table = self.per_q(p) + self.index.log_q_weight[self.live]
         gain = _logsumexp(table, axis=1) + self.own
@@ -122,7 +130,7 @@ class _Scorer:
             gain = gain + np.add.reduceat(origin_left[self.gpu_entries], self.gpu_offsets) * (self.gpu_counts > 0)
         return gain + self.index.log_prior_odds[self.live]
 
-    def part_gain(self, part, p, origin_left):
+    def part_gain(self, part: int, p: np.ndarray, origin_left: np.ndarray) -> tuple[float, float]:
         """G of one part given link explanation p, and its posterior mean penetrance."""
         index = self.index
         links = index.part_links(part)
@@ -136,7 +144,7 @@ class _Scorer:
         gain = total + own + float(np.sum(origin_left[index.part_gpus(part)])) + index.log_prior_odds[part]
         return gain, q
 
-    def add(self, part, p, origin_left):
+    def add(self, part: int, p: np.ndarray, origin_left: np.ndarray) -> None:
         """Explain the links a chosen part makes bad (in place): each link by its posterior of
         being bad through this part, at the part's posterior penetrance."""
         _, q = self.part_gain(part, p, origin_left)
@@ -146,7 +154,7 @@ class _Scorer:
         p[links] = 1 - (1 - p[links]) * (1 - explained)
         origin_left[self.index.part_gpus(part)] = 0.0
 
-    def state(self, chosen):
+    def state(self, chosen: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
         """Link explanation p and unexplained origin XIDs under the chosen parts."""
         p = np.zeros(self.index.links)
         origin_left = self.evidence.gpu_origin.copy()
@@ -154,7 +162,7 @@ class _Scorer:
             self.add(part, p, origin_left)
         return p, origin_left
 
-    def total(self, chosen, passes=3):
+    def total(self, chosen: Sequence[int], passes: int = 3) -> float:
         """Log posterior odds of the whole set against "nothing is faulty", whatever its order:
         the likelihood with each part at its best penetrance (fitted together, part by part),
         plus each part's prior and GPU evidence. The local search compares sets with it."""
@@ -180,7 +188,7 @@ class _Scorer:
         touched = survive < 1
         p, r = 1 - survive[touched], self.r[touched]
         total = float(np.sum(np.log(p * r + 1 - p)))
-        gpus = set()
+        gpus: set[int] = set()
         for part in chosen:
             position = np.searchsorted(self.live, part)
             own = self.own[position] if position < len(self.live) and self.live[position] == part else 0.0
@@ -188,14 +196,15 @@ class _Scorer:
             gpus.update(index.part_gpus(part).tolist())
         return total + float(np.sum(self.evidence.gpu_origin[list(gpus)]))
 
-    def slot(self, others):
+    def slot(self, others: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """G of every live part for one more fault beside `others`, and the link-state p."""
         p, origin_left = self.state(others)
         odds = self.log_odds(p, origin_left)
         odds[np.isin(self.live, others)] = -np.inf
         return odds, p
 
-    def moves(self, part, others, odds, p):
+    def moves(self, part: int, others: list[int], odds: np.ndarray,
+              p: np.ndarray) -> Iterator[tuple[list[int], Sequence[int]]]:
         """Where the local search may regrow from instead of `part` (others fixed): without it,
         and with each runner-up for its slot. A move is skipped when even recovering all the
         evidence it would leave unexplained could not beat `part` (an upper bound, priors of
@@ -222,7 +231,7 @@ class _Scorer:
             if odds[j] - g_part + left > 0:
                 yield others + [candidate], ()
 
-    def grow(self, chosen, max_faults, threshold, forbidden=()):
+    def grow(self, chosen: Iterable[int], max_faults: int, threshold: float, forbidden: Sequence[int] = ()) -> list[int]:
         """Add the best part (not one of `forbidden`) while some further fault is more likely than not."""
         chosen = list(chosen)
         while len(chosen) < max_faults:
@@ -234,7 +243,7 @@ class _Scorer:
         return chosen
 
 
-def find_faults(index, evidence, max_faults=MAX_FAULTS):
+def find_faults(index: PartIndex, evidence: Evidence, max_faults: int = MAX_FAULTS) -> list[Slot]:
     """The most likely set of faulty parts, as Slots best first ([] for a healthy rack)."""
     scorer = _Scorer(index, evidence)
     if not len(scorer.live):

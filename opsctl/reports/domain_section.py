@@ -1,15 +1,19 @@
 """The handover report's NVLink domain section: the prerequisites, the path NCCL took, and bus
 bandwidth by size for each collective against its floor and the datasheet's ceiling."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 from html import escape
+from typing import Any
 
 
-def _row(cells):
+def _row(cells: Sequence[object]) -> str:
     return "".join(f"<td>{escape(str(c))}</td>" if not isinstance(c, float) else f'<td class="num">{c:,.1f}</td>'
                    for c in cells)
 
 
-def domain_html(summary, table):
+def domain_html(summary: dict[str, Any], table: Callable[[list[str], list[str]], str]) -> str:
     """`table(headers, rows)` draws a table; '' when the run had no domain test."""
     domain = summary.get("domain")
     if not domain:

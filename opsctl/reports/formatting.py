@@ -1,7 +1,11 @@
 """How every report writes a check's reading and threshold, and picks what to show."""
 
+from __future__ import annotations
 
-def number(value):
+from typing import Any
+
+
+def number(value: object) -> str:
     """1398.17 → '1398', 179.990772 → '180.0', 3.000084e-11 → '3e-11', lists joined."""
     if isinstance(value, bool) or value is None:
         return str(value)
@@ -14,15 +18,15 @@ def number(value):
     return str(value)
 
 
-def reading(check):
+def reading(check: dict[str, Any]) -> str:
     return f"{number(check['value'])} {check['unit']}".strip()
 
 
-def fails_when(check):
+def fails_when(check: dict[str, Any]) -> str:
     return "" if check["threshold"] is None else f"{check['op']} {number(check['threshold'])}"
 
 
-def shown_checks(summary):
+def shown_checks(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The checks a report lists: failures (warnings too, when the criteria fail on them) and
     what could not be judged; worst first, then by component."""
     bad = {"fail", "warn"} if summary["criteria"].get("warnings_fail") else {"fail"}
@@ -31,6 +35,6 @@ def shown_checks(summary):
     return sorted(shown, key=lambda c: (order[c["verdict"]], c["component"], c["check"]))
 
 
-def primary_suspects(summary):
+def primary_suspects(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The parts the localizer names as faults (its runners-up left out)."""
     return [s for s in summary.get("suspects") or [] if not s.get("alternative_to")]

@@ -15,12 +15,16 @@ is never a pass). Every suite carries the criteria, the verdict and whether the 
 acceptance as properties, and its counts agree with its testcases.
 """
 
+from __future__ import annotations
+
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from opsctl.acceptance.trial import trial_of, trial_sentence
 
 
-def _case(suite, classname, name, verdict, message, detail, warnings_fail):
+def _case(suite: ET.Element, classname: str, name: str, verdict: str, message: str, detail: str,
+          warnings_fail: bool) -> ET.Element:
     case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
     if verdict == "fail" or (verdict == "warn" and warnings_fail):
         ET.SubElement(case, "failure", message=message, type=verdict).text = detail
@@ -31,17 +35,17 @@ def _case(suite, classname, name, verdict, message, detail, warnings_fail):
     return case
 
 
-def _detail(check):
+def _detail(check: dict[str, Any]) -> str:
     threshold = "" if check["threshold"] is None else f"; fails when {check['op']} {check['threshold']}"
     return (f"{check['reason']}\nreading {check['value']} {check['unit']}{threshold}\n"
             f"source: {check['source']} (judged by {check['judged_by']})")
 
 
-def _dotted(component):
+def _dotted(component: str) -> str:
     return component.replace("/", ".")
 
 
-def _properties(summary):
+def _properties(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     criteria = summary["criteria"]
     trial = trial_of(summary)
     pairs = [("kind", summary["kind"]), ("rack", summary["rack"]), ("verdict", summary["verdict"]),
@@ -58,21 +62,21 @@ class _Suites:
 
     ORDER = ("rack", "gpus", "links", "switches", "trays")
 
-    def __init__(self, summary):
+    def __init__(self, summary: dict[str, Any]) -> None:
         self.summary = summary
-        self.cases = {name: [] for name in self.ORDER}
-        self.names = {}  # classname -> names used, to keep each name unique within its class
+        self.cases: dict[str, list[tuple[str, str, str, str, str]]] = {name: [] for name in self.ORDER}
+        self.names: dict[str, set[str]] = {}  # classname -> names used, to keep each name unique within its class
 
-    def add(self, suite, classname, name, *rest):
+    def add(self, suite: str, classname: str, name: str, verdict: str, message: str, detail: str) -> None:
         used = self.names.setdefault(classname, set())
         unique, n = name, 1
         while unique in used:
             n += 1
             unique = f"{name} #{n}"
         used.add(unique)
-        self.cases[suite].append((classname, unique, *rest))
+        self.cases[suite].append((classname, unique, verdict, message, detail))
 
-    def xml(self):
+    def xml(self) -> ET.Element:
         summary = self.summary
         rack = summary["rack"]
         trial = trial_of(summary)
@@ -93,7 +97,7 @@ class _Suites:
         return root
 
 
-def _count(root):
+def _count(root: ET.Element) -> None:
     """tests, failures, errors, skipped and time of every suite, and their totals on the root."""
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root.findall("testsuite"):
@@ -110,7 +114,7 @@ def _count(root):
         root.set(key, str(value))
 
 
-def _verdict_case(summary):
+def _verdict_case(summary: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """The rack's verdict as one testcase: a failure for FAIL, an error for INCOMPLETE."""
     verdict = {"PASS": "pass", "FAIL": "fail"}.get(summary["verdict"], "incomplete")
     failing = summary["failing"]
@@ -123,21 +127,21 @@ def _verdict_case(summary):
     return f"{summary['rack']}.rack", "verdict", verdict, message, detail
 
 
-def _check_name(check):
+def _check_name(check: dict[str, Any]) -> str:
     """The check's name; an XID check (one per code logged) with its code: `xid 79`."""
     if check["check"] == "xid" and isinstance(check["value"], int):
         return f"xid {check['value']}"
     return check["check"]
 
 
-def render_junit(summary):
+def render_junit(summary: dict[str, Any]) -> str:
     rack = summary["rack"]
     suites = _Suites(summary)
     suites.add("rack", *_verdict_case(summary))
     gpus = {gpu["id"] for gpu in summary["gpus"]}
     trays = {tray["id"] for tray in summary["trays"]}
     switch_trays = tuple(f"{tray['id']}/" for tray in summary["trays"] if tray.get("switch"))
-    links = set()
+    links: set[str] = set()
     for link in summary["links"]:
         links.add(link["id"])
         reasons = "; ".join(link.get("reasons") or []) or link["verdict"]

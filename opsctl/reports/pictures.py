@@ -5,12 +5,19 @@ Plain SVG strings: no plotting library, nothing fetched, and every cell carries 
 so hovering it in a browser names the part and its reading.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import worst
 from opsctl.rack_models import model_named
 from opsctl.runs.tray_names import tray_label
+
+if TYPE_CHECKING:
+    from opsctl.rack_models import RackModel
 
 # One colour per verdict, the same in every picture and table of the report.
 VERDICT_COLOURS = {
@@ -22,27 +29,28 @@ VERDICT_COLOURS = {
 }
 INK = "#212529"
 MUTED = "#868e96"
-# GB200 NVL72: compute trays 1–10 sit above the switch trays and 11–18 below (README, cabling model).
+# GB200 NVL72: compute trays 1–10 sit above the switch trays and 11–18 below (docs/topology.md, the cabling model).
 NVL72_TRAYS_ABOVE_SWITCHES = 10
 
 
-def _rect(x, y, w, h, fill, title, extra=""):
+def _rect(x: float, y: float, w: float, h: float, fill: str, title: str, extra: str = "") -> str:
     return (f'<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="{fill}" {extra}>'
             f"<title>{escape(title)}</title></rect>")
 
 
-def _text(x, y, text, size=11, anchor="start", fill=INK, extra=""):
+def _text(x: float, y: float, text: object, size: float = 11, anchor: str = "start", fill: str = INK,
+          extra: str = "") -> str:
     return (f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="{anchor}" fill="{fill}" {extra}>'
             f"{escape(str(text))}</text>")
 
 
-def _svg(width, height, body, label):
+def _svg(width: float, height: float, body: list[str], label: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(label)}" '
             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'font-family="DejaVu Sans, Arial, sans-serif">{"".join(body)}</svg>')
 
 
-def _chip_cell(chip, own_verdicts, links):
+def _chip_cell(chip: str, own_verdicts: list[str], links: list[dict[str, Any]]) -> tuple[str, str, str]:
     """A switch chip coloured by its own checks; its failing links are the links' own (heatmap),
     and the title counts them."""
     observed = [link for link in links if link["verdict"] != "unobserved"]
@@ -55,15 +63,15 @@ def _chip_cell(chip, own_verdicts, links):
     return chip.rsplit("/", 1)[1], verdict, title
 
 
-def rack_view(summary):
+def rack_view(summary: dict[str, Any]) -> str:
     """The rack as it stands: trays top to bottom, GPUs and switch chips coloured by verdict."""
     model = model_named(summary["model"])
     gpus = {gpu["id"]: gpu for gpu in summary["gpus"]}
     trays = {tray["tray"]: tray for tray in summary["trays"]}
-    links_by_chip = {}
+    links_by_chip: dict[str, list[dict[str, Any]]] = {}
     for link in summary["links"]:
         links_by_chip.setdefault(link["switch"], []).append(link)
-    own = {}  # a part's own checks: a chip is red for a failure of its own, not for a link's
+    own: dict[str, list[str]] = {}  # a part's own checks: a chip is red for a failure of its own, not for a link's
     for check in summary.get("checks") or []:
         own.setdefault(check["component"], []).append(check["verdict"])
     rack = summary["rack"]
@@ -75,7 +83,7 @@ def rack_view(summary):
     row_h, box_w, left = 24, 64, 70
     per_row = max(model.gpus_per_tray, model.chips_per_switch_tray)
     width = left + per_row * (box_w + 4) + 170
-    body = []
+    body: list[str] = []
     y = 8
     for name in order:
         tray = trays.get(name, {"status": "missing", "reason": "not in the inventory"})
@@ -127,7 +135,7 @@ HEATMAP_LEFT = 58
 HEATMAP_TOP = 92
 
 
-def heatmap(summary):
+def heatmap(summary: dict[str, Any]) -> str:
     """Every link: one row per GPU (rack GPU index), one column per GPU port = switch chip."""
     model = model_named(summary["model"])
     rack = summary["rack"]
@@ -135,8 +143,8 @@ def heatmap(summary):
     columns, rows = model.nvlink_ports, model.gpus
     width = HEATMAP_LEFT + columns * HEATMAP_CELL_W + 10
     height = HEATMAP_TOP + rows * HEATMAP_CELL_H + 10
-    body = []
-    chip_of_port = {}
+    body: list[str] = []
+    chip_of_port: dict[int, str | None] = {}
     for link in summary["links"]:
         chip_of_port.setdefault(link["port"], link["switch"].split("/", 1)[1] if model.is_nvl72 else None)
     for port in range(columns):
@@ -167,7 +175,7 @@ def heatmap(summary):
     return _svg(width, height, body, f"{rack}: {rows} × {columns} NVLink heatmap")
 
 
-def link_index(model, link):
+def link_index(model: RackModel, link: dict[str, Any]) -> int:
     """The heatmap row of a link: its GPU's rack index."""
     gpu = link["gpu"]
     local = int(gpu.rsplit("gpu", 1)[1])
@@ -177,14 +185,15 @@ def link_index(model, link):
     return (tray - 1) * model.gpus_per_tray + local
 
 
-def tick_step(span, intervals=5):
+def tick_step(span: float, intervals: int = 5) -> float:
     """A round step (1, 2, 2.5 or 5 × 10^k) that cuts `span` into about `intervals` parts."""
     raw = span / intervals if span > 0 else 1.0
     magnitude = 10 ** math.floor(math.log10(raw))
     return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
 
 
-def bar_chart(title, unit, bars, median=None, threshold=None):
+def bar_chart(title: str, unit: str, bars: Sequence[tuple[str, float | None, str]], median: float | None = None,
+              threshold: float | None = None) -> str:
     """bars: [(label, value or None, verdict)]; a line at the rack median and at the threshold,
     named in the right margin.
 
@@ -205,15 +214,15 @@ def bar_chart(title, unit, bars, median=None, threshold=None):
     high = low + step * max(1, math.ceil((max(values + marks) * 1.02 - low) / step))
     scale = plot_h / (high - low)
 
-    def y_of(value):
+    def y_of(value: float) -> float:
         return top + plot_h - (value - low) * scale
 
     body = [_text(left, 14, f"{title} ({unit})", 11, extra='font-weight="bold"')]
     for k in range(round((high - low) / step) + 1):
-        value = low + k * step
-        y = y_of(value)
+        tick = low + k * step
+        y = y_of(tick)
         body.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{plot_right}" y2="{y:.1f}" stroke="#e9ecef"/>')
-        body.append(_text(left - 6, y + 4, f"{value:g}", 9, "end", MUTED))
+        body.append(_text(left - 6, y + 4, f"{tick:g}", 9, "end", MUTED))
     for k, (label, value, verdict) in enumerate(bars):
         x = left + k * (bar_w + gap)
         if value is None:
@@ -225,7 +234,7 @@ def bar_chart(title, unit, bars, median=None, threshold=None):
         if len(bars) <= 16 or k % 4 == 0:
             body.append(_text(x + bar_w / 2, top + plot_h + 12, label.rsplit("/", 2)[-2] if len(bars) > 16 else label.rsplit("/", 1)[-1],
                               8, "middle", MUTED))
-    label_y = []  # the labels in the margin, kept a line apart when the lines are close
+    label_y: list[float] = []  # the labels in the margin, kept a line apart when the lines are close
     for value, colour, name in sorted(((median, INK, "rack median"), (threshold, VERDICT_COLOURS["fail"], "threshold")),
                                       key=lambda mark: -(mark[0] or 0)):
         if value is None:

@@ -2,15 +2,22 @@
 link and tray; one line per failed check with its reading, threshold and a numbered source;
 where the reports are."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from rich.table import Table
 
 from opsctl.reports.formatting import fails_when, primary_suspects, reading, shown_checks
 from opsctl.reports.pictures import VERDICT_COLOURS
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCOMPLETE": "bold magenta"}
 
 
-def print_summary(console, summary):
+def print_summary(console: Console, summary: dict[str, Any]) -> None:
     verdict = summary["verdict"]
     trays = summary["trays"]
     reported = sum(1 for t in trays if t["status"] == "complete")
@@ -39,7 +46,7 @@ def print_summary(console, summary):
         console.print(f"parts: {summary.get('localizer')}")
     shown = shown_checks(summary)
     if shown:
-        sources = {}
+        sources: dict[str, int] = {}
         table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
         table.add_column("component", no_wrap=True)
         table.add_column("check", no_wrap=True)
@@ -61,7 +68,7 @@ def print_summary(console, summary):
                   f"raw tray results in {summary['run']}/trays/", soft_wrap=True)
 
 
-def print_repair_plan(console, plan):
+def print_repair_plan(console: Console, plan: dict[str, Any] | None) -> None:
     """The rack's repairs together: the GPUs they take out at once against the hot spares."""
     if plan and plan["gpus_out"]:
         style = "yellow" if plan["gpus_lost_to_training"] else "green"

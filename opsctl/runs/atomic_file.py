@@ -6,11 +6,14 @@ as open() creates a file — mode 0666 less the umask — not 0600 as tempfile.m
 a run's reports are for the vendor and CI to read, and the rename keeps the mode.
 """
 
+from __future__ import annotations
+
 import errno
 import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 from opsctl.errors import IncompleteError
 
@@ -21,14 +24,15 @@ class DiskFullError(IncompleteError):
     """No space (or quota) left where opsctl writes: the work is incomplete, exit 3."""
 
 
-def raise_if_disk_full(error, path):
+def raise_if_disk_full(error: BaseException, path: str | Path) -> None:
     """Turn ENOSPC or EDQUOT while writing `path` into one line that names the folder that is full."""
-    if getattr(error, "errno", None) in _DISK_FULL:
-        raise DiskFullError(f"{Path(path).parent}: no space left ({os.strerror(error.errno)}) writing {Path(path).name}; "
+    code = getattr(error, "errno", None)
+    if code in _DISK_FULL:
+        raise DiskFullError(f"{Path(path).parent}: no space left ({os.strerror(code)}) writing {Path(path).name}; "
                             "free some space and run again") from None
 
 
-def write_bytes_atomic(path, data, make_folders=True):
+def write_bytes_atomic(path: str | Path, data: bytes, make_folders: bool = True) -> None:
     """Replace `path` with `data`; `make_folders=False` when a missing folder is the caller's
     mistake (a typo in `-o`) rather than a folder of ours to make."""
     path = Path(path)
@@ -48,11 +52,11 @@ def write_bytes_atomic(path, data, make_folders=True):
     _sync_folder(path.parent)
 
 
-def write_json_atomic(path, document, make_folders=True):
+def write_json_atomic(path: str | Path, document: Any, make_folders: bool = True) -> None:
     write_bytes_atomic(path, (json.dumps(document, indent=1, default=str) + "\n").encode(), make_folders)
 
 
-def _create_temporary(path):
+def _create_temporary(path: Path) -> tuple[int, Path]:
     # O_EXCL with a random name, as mkstemp does, but with the mode open() would give: the
     # kernel applies the umask, so no process-wide umask has to be read (and briefly changed).
     for _ in range(100):
@@ -64,7 +68,7 @@ def _create_temporary(path):
     raise FileExistsError(f"{path.parent}: no free temporary name for {path.name}")
 
 
-def _sync_folder(folder):
+def _sync_folder(folder: Path) -> None:
     # The rename itself is on disk only once the folder is.
     try:
         descriptor = os.open(folder, os.O_RDONLY)

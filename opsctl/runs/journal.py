@@ -5,25 +5,28 @@ A run killed at any moment leaves every line it finished writing; a line cut sho
 kill is skipped on reading, and the next event written starts on a line of its own. `--resume` reads it to learn which trays have a result.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from opsctl.runs.atomic_file import raise_if_disk_full
 
 
-def utc_now():
+def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class Journal:
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
 
-    def record(self, event, **fields):
+    def record(self, event: str, **fields: Any) -> None:
         line = json.dumps({"time": utc_now(), "event": event, **fields}, default=str) + "\n"
         with self._lock:
             descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -36,10 +39,10 @@ class Journal:
             finally:
                 os.close(descriptor)
 
-    def entries(self):
+    def entries(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        entries = []
+        entries: list[dict[str, Any]] = []
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
@@ -49,16 +52,16 @@ class Journal:
                 entries.append(entry)
         return entries
 
-    def last_outcomes(self):
+    def last_outcomes(self) -> dict[str, dict[str, Any]]:
         """tray -> its latest `tray_finished` entry."""
-        outcomes = {}
+        outcomes: dict[str, dict[str, Any]] = {}
         for entry in self.entries():
             if entry.get("event") == "tray_finished" and isinstance(entry.get("tray"), str):
                 outcomes[entry["tray"]] = entry
         return outcomes
 
 
-def _write_all(descriptor, data, path):
+def _write_all(descriptor: int, data: bytes, path: Path) -> None:
     """os.write until all of `data` is written (a write may be short); a full disk says which folder."""
     while data:
         try:

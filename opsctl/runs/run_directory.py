@@ -13,12 +13,15 @@ By default runs live under the user's state folder ($XDG_STATE_HOME/opsctl/runs,
 ~/.local/state/opsctl/runs), named RACK-KIND-YYYYMMDDTHHMMSSZ.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic, write_json_atomic
@@ -26,17 +29,20 @@ from opsctl.runs.journal import Journal
 from opsctl.runs.run_lock import RunLock
 from opsctl.runs.tray_names import tray_label
 
+if TYPE_CHECKING:
+    from opsctl.fanout.runner import TrayResult
+
 RUN_FORMAT = "opsctl-run/1"
 RUN_FILE = "run.json"
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def default_runs_root():
+def default_runs_root() -> Path:
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(state) / "opsctl" / "runs"
 
 
-def make_run_folder(folder, shown=None):
+def make_run_folder(folder: str | Path, shown: str | Path | None = None) -> None:
     """Make a folder of a run (and its parents); one that cannot be made — a parent that is a
     file, /proc, no permission — is the user's input error, named by `shown` (the run's path)."""
     try:
@@ -46,15 +52,15 @@ def make_run_folder(folder, shown=None):
 
 
 class RunDirectory:
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.journal = Journal(self.path / "journal.jsonl")
-        self._rack = None  # read from run.json when first needed
-        self._lock = None
+        self._rack: str | None = None  # read from run.json when first needed
+        self._lock: RunLock | None = None
 
     # --- making and finding runs ---------------------------------------------------------------
     @classmethod
-    def create(cls, rack, kind, meta, out=None):
+    def create(cls, rack: str, kind: str, meta: dict[str, Any], out: str | Path | None = None) -> RunDirectory:
         """A new run directory: `out`, else a fresh folder under the default root."""
         if out is not None:
             path = Path(out)
@@ -77,7 +83,7 @@ class RunDirectory:
         return run
 
     @classmethod
-    def open(cls, name):
+    def open(cls, name: str | Path) -> RunDirectory:
         """An existing run: a path, or a run's name under the default root."""
         candidates = [Path(name)]
         if _RUN_NAME.fullmatch(str(name)):
@@ -92,33 +98,33 @@ class RunDirectory:
         raise InputError(f"no run {name!r} (a run folder holds {RUN_FILE}; runs are under {default_runs_root()})")
 
     @property
-    def meta(self):
+    def meta(self) -> dict[str, Any]:
         try:
             return json.loads((self.path / RUN_FILE).read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise InputError(f"{self.path / RUN_FILE}: cannot read: {error}") from None
 
     @property
-    def run_id(self):
+    def run_id(self) -> str:
         """What names this run however often it is resumed or judged: run.json's run_id; a run
         made before runs had one is named by its rack, kind and creation time."""
         meta = self.meta
         return meta.get("run_id") or f"{meta.get('rack')}/{meta.get('kind')}/{meta.get('created')}"
 
-    def lock(self):
+    def lock(self) -> RunDirectory:
         """Take the run for this process: refused (InputError) while another process runs,
         resumes or judges it. Held until release(), this object is dropped, or the process ends."""
         if self._lock is None:
             self._lock = RunLock(self.path)
         return self
 
-    def release(self):
+    def release(self) -> None:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
 
     # --- tray results ----------------------------------------------------------------------------
-    def tray_file(self, tray):
+    def tray_file(self, tray: str) -> Path:
         """trays/ct03.json; for an HGX server trays/hgx01.json (tray_names.py), or the
         trays/node.json of a run made before the file was named so."""
         path = self.path / "trays" / f"{tray_label(self.rack, tray)}.json"
@@ -126,12 +132,12 @@ class RunDirectory:
         return legacy if path != legacy and not path.exists() and legacy.exists() else path
 
     @property
-    def rack(self):
+    def rack(self) -> str:
         if self._rack is None:
             self._rack = self.meta.get("rack")
-        return self._rack
+        return self._rack  # type: ignore[return-value]  # create() always writes the rack into run.json
 
-    def save_tray_result(self, result):
+    def save_tray_result(self, result: TrayResult) -> None:
         """Keep what the probe printed (atomically), then journal the outcome: a run killed
         between the two re-runs the tray rather than trusting a file it never confirmed."""
         if result.stdout.strip():
@@ -143,18 +149,18 @@ class RunDirectory:
             stderr_tail=result.stderr[-2000:],
         )
 
-    def outcomes(self):
+    def outcomes(self) -> dict[str, dict[str, Any]]:
         """tray -> the journal's last word on it (status, exit code, reason…)."""
         return self.journal.last_outcomes()
 
-    def completed_trays(self):
+    def completed_trays(self) -> set[str]:
         """Trays with a result: journaled complete, and their file is there."""
         return {tray for tray, entry in self.outcomes().items()
                 if entry.get("status") == "complete" and self.tray_file(tray).is_file()}
 
-    def tray_documents(self):
+    def tray_documents(self) -> dict[str, dict[str, Any]]:
         """tray -> its probe document, for every tray that printed one (complete or not)."""
-        documents = {}
+        documents: dict[str, dict[str, Any]] = {}
         for tray in self.outcomes():
             path = self.tray_file(tray)
             if path.is_file():
@@ -166,13 +172,13 @@ class RunDirectory:
                     documents[tray] = document
         return documents
 
-    def write_json(self, name, document):
+    def write_json(self, name: str, document: Any) -> None:
         write_json_atomic(self.path / name, document)
 
-    def write_text(self, name, text):
+    def write_text(self, name: str, text: str) -> None:
         write_bytes_atomic(self.path / name, text.encode())
 
-    def raw_files(self):
+    def raw_files(self) -> list[str]:
         """The files of the run, relative to it, for the report's list."""
         return sorted(str(p.relative_to(self.path)) for p in self.path.rglob("*")
                       if p.is_file() and not p.name.startswith("."))

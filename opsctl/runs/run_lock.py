@@ -9,8 +9,12 @@ probes the run starts (Python opens files non-inheritable), so a probe that outl
 opsctl does not hold the run either.
 """
 
+from __future__ import annotations
+
 import fcntl
 import os
+from pathlib import Path
+from typing import TextIO
 
 from opsctl.errors import InputError
 
@@ -21,7 +25,7 @@ class RunLock:
     """The held lock of one run folder; released by `release()`, or when this object is
     dropped (the file closes), or when the process ends."""
 
-    def __init__(self, folder):
+    def __init__(self, folder: str | Path) -> None:
         path = os.path.join(folder, LOCK_FILE)
         try:
             self._file = open(path, "a+", encoding="utf-8")  # held open on purpose: the lock lives with it
@@ -40,12 +44,12 @@ class RunLock:
         self._file.write(f"{os.getpid()}\n")
         self._file.flush()
 
-    def release(self):
+    def release(self) -> None:
         if not self._file.closed:
             self._file.close()
 
 
-def _holder(file):
+def _holder(file: TextIO) -> str:
     file.seek(0)
     pid = file.read().strip()
     return f" (pid {pid})" if pid.isdigit() else ""

@@ -12,9 +12,16 @@ Each decision is one scontrol call over every node that gets the same reason (a 
 one command), and `dry_run` returns those commands without running them.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from opsctl.slurm import scontrol
+
+if TYPE_CHECKING:
+    from opsctl.slurm.scope import PartScope
 
 PREFIX = "opsctl:"
 
@@ -36,25 +43,25 @@ class Hold:
     incident: str | None = None
     detail: str = ""  # what the action is about, in a few words (a health check's failing checks)
 
-    def text(self):
+    def text(self) -> str:
         words = [self.part, self.action, self.detail, f"incident {self.incident}" if self.incident else ""]
         return " ".join(word for word in words if word)
 
 
-def reason_of(holds):
+def reason_of(holds: Iterable[Hold]) -> str:
     return f"{PREFIX} " + "; ".join(hold.text() for hold in holds)
 
 
-def holds_in(reason):
+def holds_in(reason: str) -> list[Hold] | None:
     """The holds an opsctl reason lists; None when the reason is not opsctl's."""
     if not reason.startswith(PREFIX):
         return None
-    holds = []
+    holds: list[Hold] = []
     for entry in reason[len(PREFIX):].split(";"):
         words = entry.split()
         if not words:
             continue
-        incident = None
+        incident: str | None = None
         if "incident" in words[2:-1]:
             at = words.index("incident", 2)
             incident, words = words[at + 1], words[:at] + words[at + 2:]
@@ -62,7 +69,7 @@ def holds_in(reason):
     return holds
 
 
-def covers(asked, held):
+def covers(asked: str, held: str) -> bool:
     """Whether resuming `asked` (a part, or a rack) releases a hold on `held`: the same part, or
     one holds the other (rack07 holds rack07/ct12, which holds rack07/ct12/j2)."""
     return asked == held or held.startswith(asked + "/") or asked.startswith(held + "/")
@@ -76,18 +83,18 @@ class NodeOutcome:
     state: str
     reason_before: str
     reason_after: str | None = None
-    added: list = field(default_factory=list)  # holds this call set
-    released: list = field(default_factory=list)  # holds this call removed
+    added: list[Hold] = field(default_factory=list)  # holds this call set
+    released: list[Hold] = field(default_factory=list)  # holds this call removed
 
 
 @dataclass
 class Containment:
     verb: str  # drain | resume
     dry_run: bool
-    nodes: list  # NodeOutcome, in the order asked
-    commands: list  # argv lists, run (or, dry run, to run) in this order
+    nodes: list[NodeOutcome]  # NodeOutcome, in the order asked
+    commands: list[list[str]]  # argv lists, run (or, dry run, to run) in this order
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"action": self.verb, "dry_run": self.dry_run,
                 "commands": [scontrol.shown(argv) for argv in self.commands],
                 "nodes": [{"node": n.node, "outcome": n.outcome, "detail": n.detail, "state": n.state,
@@ -96,30 +103,33 @@ class Containment:
                           for n in self.nodes]}
 
 
-def _someone_else(state):
+def _someone_else(state: scontrol.NodeState) -> str:
     set_by = f" [{state.reason_by}@{state.reason_at}]" if state.reason_by else ""
     return f"{state.state}, reason not opsctl's: {state.reason!r}{set_by}"
 
 
-def _grouped(outcomes, outcome_names, make_argv):
-    """One command per distinct new reason (or one resume), over all nodes that get it."""
-    groups = {}
+def _grouped(outcomes: Iterable[NodeOutcome], outcome_names: Collection[str],
+             make_argv: Callable[[list[str], Any], list[str]]) -> list[list[str]]:
+    """One command per distinct new reason (or one resume), over all nodes that get it.
+    `make_argv(nodes, reason)`: the reason is the new one (a str), None for a resume."""
+    groups: dict[str | None, list[str]] = {}
     for n in outcomes:
         if n.outcome in outcome_names:
             groups.setdefault(n.reason_after, []).append(n.node)
     return [make_argv(nodes, reason) for reason, nodes in groups.items()]
 
 
-def drain_parts(wanted, dry_run=False, detail=""):
+def drain_parts(wanted: Iterable[tuple[PartScope, str | None]], dry_run: bool = False,
+                detail: str = "") -> Containment:
     """Drain for each (PartScope, incident key or None) in `wanted` the nodes it takes out."""
-    holds = {}
+    holds: dict[str, list[Hold]] = {}
     for scope, incident in wanted:
         for node in scope.nodes:
             holds.setdefault(node, [])
             if all(h.part != scope.part for h in holds[node]):
                 holds[node].append(Hold(scope.part, scope.action, incident, detail))
     states = scontrol.node_states(list(holds))
-    outcomes = []
+    outcomes: list[NodeOutcome] = []
     for node, wanted_holds in holds.items():
         state = states[node]
         ours = holds_in(state.reason) if state.reason else []
@@ -141,12 +151,13 @@ def drain_parts(wanted, dry_run=False, detail=""):
     return _carry_out(Containment("drain", dry_run, outcomes, commands))
 
 
-def resume_parts(parts, nodes, dry_run=False, action=None):
+def resume_parts(parts: Collection[str], nodes: Iterable[str], dry_run: bool = False,
+                 action: str | None = None) -> Containment:
     """Release `parts` (part ids, or the rack's name) on `nodes` — only holds for `action`, when
     given; resume each node no other opsctl hold keeps drained. Nodes drained by someone else,
     or not drained, are left."""
     states = scontrol.node_states(list(dict.fromkeys(nodes)))
-    outcomes = []
+    outcomes: list[NodeOutcome] = []
     for node, state in states.items():
         ours = holds_in(state.reason) if state.reason else []
         if ours is None:
@@ -172,7 +183,7 @@ def resume_parts(parts, nodes, dry_run=False, action=None):
     return _carry_out(Containment("resume", dry_run, outcomes, commands))
 
 
-def _carry_out(containment):
+def _carry_out(containment: Containment) -> Containment:
     if not containment.dry_run:
         for argv in containment.commands:
             scontrol.run(argv)

@@ -6,9 +6,12 @@ A client that is missing, or a controller that does not answer, is an Incomplete
 containment that could not be done is never reported as done.
 """
 
+from __future__ import annotations
+
 import re
 import shlex
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opsctl.errors import IncompleteError
@@ -30,27 +33,29 @@ class NodeState:
     reason_at: str
 
     @property
-    def flags(self):
+    def flags(self) -> set[str]:
         return set(self.state.rstrip("*").split("+"))
 
     @property
-    def drained(self):
+    def drained(self) -> bool:
         """Drained or draining: no new job lands on it."""
         return "DRAIN" in self.flags
 
     @property
-    def out_of_service(self):
+    def out_of_service(self) -> bool:
         """Drained, or down/failed: slurmctld gives it no work."""
         return self.drained or bool(self.flags & {"DOWN", "FAIL", "FAILING"}) or self.state.endswith("*")
 
 
-def parse_show_node(text):
+def parse_show_node(text: str) -> dict[str, NodeState]:
     """{node name: NodeState} from `scontrol show node` output (one block of lines per node).
     `Reason=` runs to the end of its line (it may hold spaces and '='); every other field is one
     KEY=VALUE word."""
-    nodes, current, reason = {}, None, ""
+    nodes: dict[str, NodeState] = {}
+    current: dict[str, str] | None = None
+    reason = ""
 
-    def close():
+    def close() -> None:
         if current is not None:
             match = _SET_BY.search(reason)
             text = reason[:match.start()] if match else reason
@@ -75,24 +80,24 @@ def parse_show_node(text):
     return nodes
 
 
-def show_nodes_argv(nodes):
+def show_nodes_argv(nodes: Sequence[str]) -> list[str]:
     return [SCONTROL, "show", "node", ",".join(nodes)]
 
 
-def drain_argv(nodes, reason):
+def drain_argv(nodes: Sequence[str], reason: str) -> list[str]:
     return [SCONTROL, "update", f"NodeName={','.join(nodes)}", "State=DRAIN", f"Reason={reason}"]
 
 
-def resume_argv(nodes):
+def resume_argv(nodes: Sequence[str]) -> list[str]:
     return [SCONTROL, "update", f"NodeName={','.join(nodes)}", "State=RESUME"]
 
 
-def shown(argv):
+def shown(argv: Sequence[str]) -> str:
     """The command as an operator would type it."""
     return shlex.join(argv)
 
 
-def run(argv, timeout_s=TIMEOUT_S):
+def run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> str:
     """Run a Slurm client; its stdout, or IncompleteError with the client's own words."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
@@ -107,7 +112,7 @@ def run(argv, timeout_s=TIMEOUT_S):
     return done.stdout
 
 
-def node_states(nodes):
+def node_states(nodes: Sequence[str]) -> dict[str, NodeState]:
     """{node: NodeState} for the nodes slurmctld knows; IncompleteError names any it does not."""
     if not nodes:
         return {}

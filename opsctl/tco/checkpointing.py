@@ -9,17 +9,18 @@ FGCS 22(3):303–312, section 4 (the perturbation solution; Figs. 3–5 give its
 δ: time to write a checkpoint; M: mean time between interruptions of the job (same units).
 """
 
+from __future__ import annotations
+
 import math
 
-YOUNG_SOURCE = "Young (1974), CACM 17(9): τ_opt = √(2δM)"
 DALY_SOURCE = "Daly (2006), FGCS 22(3):303–312, higher-order optimum: τ_opt = √(2δM)[1 + ⅓√(δ/2M) + ⅑(δ/2M)] − δ for δ < 2M, else M"
 
 
-def young_interval(write, mtbi):
+def young_interval(write: float, mtbi: float) -> float:
     return math.sqrt(2) * math.sqrt(write) * math.sqrt(mtbi)  # not √(2δM): the product may overflow
 
 
-def daly_interval(write, mtbi):
+def daly_interval(write: float, mtbi: float) -> float:
     if write / 2 >= mtbi:  # not write ≥ 2·mtbi: 2·mtbi may overflow
         return mtbi
     ratio = write / mtbi / 2

@@ -2,6 +2,14 @@
 edge = 1 − effective $/M tokens / the first scenario's effective $/M tokens.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opsctl.tco.monte_carlo import Draws, Table
+
 ROWS = (
     ("gpu", "gpu", "{}"),
     ("GPUs training", "gpus", "{:,}"),
@@ -18,7 +26,7 @@ ROWS = (
 )
 
 
-def compare(documents):
+def compare(documents: Sequence[dict[str, Any]]) -> dict[str, Any]:
     baseline = documents[0]
     base = baseline["effective_cost_per_million_tokens"]
     edges = []
@@ -30,12 +38,13 @@ def compare(documents):
             "formula": "edge = 1 − effective_cost_per_million_tokens / baseline's"}
 
 
-def cell(document, key, fmt):
+def cell(document: dict[str, Any], key: str, fmt: str) -> str:
     value = document.get(key)
     return "-" if value is None else fmt.format(value)
 
 
-def with_paired_edges(result, tables, draws, level):
+def with_paired_edges(result: dict[str, Any], tables: Sequence[Table | None], draws: int,
+                      level: float) -> dict[str, Any]:
     """The comparison with each scenario's edge over the first across paired draws (the same seed
     puts a key both scenarios share at the same quantile in both: monte_carlo), and the share of
     draws in which it is the cheaper per effective token. A scenario without ranges is its point
@@ -44,14 +53,15 @@ def with_paired_edges(result, tables, draws, level):
 
     from opsctl.tco.monte_carlo import paired_edge
 
-    def costs(document, table):
+    def costs(document: dict[str, Any], table: Table | None) -> Draws:
         if table is not None:
             return table["effective_cost_per_million_tokens"]
         value = document["effective_cost_per_million_tokens"]
         return numpy.full(draws, numpy.inf if value is None else value)
 
     series = [costs(document, table) for document, table in zip(result["scenarios"], tables)]
-    edges, sentences = [], []
+    edges: list[dict[str, Any]] = []
+    sentences: list[str] = []
     baseline = result["scenarios"][0]["name"]
     for edge, cost in zip(result["edges"], series):
         paired = paired_edge(series[0], cost, level)

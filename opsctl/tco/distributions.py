@@ -23,12 +23,21 @@ Any of them may carry `value`: the point figure priced as today (default: the me
 Draws come from a numpy Generator the caller seeds; numpy is imported only when drawing.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.input_checks import shown as _short
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import numpy
+    from numpy.typing import NDArray
 
 KINDS = ("uniform", "triangular", "lognormal", "poisson_mtbi", "mean_of", "lognormal_mean")
 PARAMETERS = {"uniform": ("low", "high"), "triangular": ("low", "mode", "high"), "lognormal": ("low", "high", "level"),
@@ -46,25 +55,25 @@ MAX_SAMPLES = 100_000  # a mean_of's measured values: a fleet's repairs, not a d
 _EMPIRICAL_DRAWS = 20_000  # quantiles of the distributions with no closed form, from a fixed-seed sample
 
 
-def is_distribution(value):
+def is_distribution(value: object) -> bool:
     return isinstance(value, dict)
 
 
 @dataclass(frozen=True)
 class Distribution:
     kind: str
-    parameters: dict
+    parameters: dict[str, Any]  # name -> number; "samples" -> list of numbers
     value: float | None  # the point figure; None: the median
 
     @property
-    def point(self):
+    def point(self) -> float:
         return self.median() if self.value is None else self.value
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         shown = {k: (f"{len(v)} samples" if k == "samples" else v) for k, v in self.parameters.items()}
         return {"dist": self.kind, **shown, "point": self.point}
 
-    def draw(self, generator, count):
+    def draw(self, generator: numpy.random.Generator, count: int) -> NDArray[numpy.float64]:
         """`count` draws as a numpy array."""
         import numpy
 
@@ -86,7 +95,7 @@ class Distribution:
             return _lognormal_means(numpy, generator, samples, p["prior_sigma"], p["prior_weight"], count)
         return generator.dirichlet(numpy.ones(len(samples)), count) @ samples
 
-    def quantile(self, q):
+    def quantile(self, q: float) -> float:
         p = self.parameters
         if self.kind == "uniform":
             return p["low"] + (p["high"] - p["low"]) * q
@@ -106,10 +115,10 @@ class Distribution:
         sample = self.draw(numpy.random.default_rng(0), _EMPIRICAL_DRAWS)
         return float(numpy.quantile(sample, q))
 
-    def median(self):
+    def median(self) -> float:
         return self.quantile(0.5)
 
-    def ends(self, level):
+    def ends(self, level: float) -> tuple[float, float]:
         """The input's low and high for the tornado: the stated ends of a bounded range; the
         central `level` interval of the others."""
         if self.kind in ("uniform", "triangular"):
@@ -118,14 +127,15 @@ class Distribution:
             return self.parameters["low"], self.parameters["high"]
         return self.quantile((1 - level) / 2), self.quantile((1 + level) / 2)
 
-    def _log_normal(self):
+    def _log_normal(self) -> tuple[float, float]:
         p = self.parameters
         z = NormalDist().inv_cdf((1 + p["level"]) / 2)
         mu = (math.log(p["low"]) + math.log(p["high"])) / 2
         return mu, (math.log(p["high"]) - math.log(p["low"])) / (2 * z)
 
 
-def _lognormal_means(numpy, generator, samples, prior_sigma, prior_weight, count):
+def _lognormal_means(numpy: ModuleType, generator: numpy.random.Generator, samples: NDArray[numpy.float64],
+                     prior_sigma: float, prior_weight: float, count: int) -> NDArray[numpy.float64]:
     """Draws of e^(μ + σ²/2) from the posterior of a lognormal's (μ, σ²) given `samples`."""
     logs = numpy.log(numpy.maximum(samples, MIN_HOURS))
     n = logs.size
@@ -137,7 +147,7 @@ def _lognormal_means(numpy, generator, samples, prior_sigma, prior_weight, count
     return numpy.exp(centre + variance / 2)
 
 
-def parse(raw, where):
+def parse(raw: dict[str, Any], where: str) -> Distribution:
     """A Distribution from a scenario's mapping; `where` ('file: key') names it in every error."""
     kind = raw.get("dist", "uniform")
     if not isinstance(kind, str) or kind not in KINDS:
@@ -151,7 +161,7 @@ def parse(raw, where):
     missing = [k for k in PARAMETERS[kind] if k not in raw and k not in OPTIONAL]
     if missing:
         raise InputError(f"{where}: a {kind} range needs {', '.join(PARAMETERS[kind])}; {', '.join(missing)} missing")
-    parameters = {k: _finite(raw[k], f"{where}.{k}") for k in PARAMETERS[kind] if k in raw and k != "samples"}
+    parameters: dict[str, Any] = {k: _finite(raw[k], f"{where}.{k}") for k in PARAMETERS[kind] if k in raw and k != "samples"}
     if "samples" in PARAMETERS[kind]:
         parameters["samples"] = _samples(raw["samples"], where)
     value = _finite(raw["value"], f"{where}.value") if raw.get("value") is not None else None
@@ -159,7 +169,7 @@ def parse(raw, where):
     return Distribution(kind, parameters, value)
 
 
-def _check(kind, p, value, where):
+def _check(kind: str, p: dict[str, Any], value: float | None, where: str) -> None:
     if kind in ("uniform", "triangular", "lognormal") and p["low"] > p["high"]:
         raise InputError(f"{where}: low {p['low']:g} is above high {p['high']:g}")
     if kind == "triangular" and not p["low"] <= p["mode"] <= p["high"]:
@@ -191,7 +201,7 @@ def _check(kind, p, value, where):
         raise InputError(f"{where}.value {value:g} lies outside [{p['low']:g}, {p['high']:g}]")
 
 
-def _finite(value, where):
+def _finite(value: object, where: str) -> float:
     from opsctl.tco.scenario import as_number  # the scenario's reading of a number (300e9, no NaN, no bool)
 
     number = as_number(value)
@@ -200,7 +210,7 @@ def _finite(value, where):
     return float(number)
 
 
-def _samples(raw, where):
+def _samples(raw: object, where: str) -> list[float]:
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{where}.samples must be a list of numbers")
     if len(raw) > MAX_SAMPLES:

@@ -28,18 +28,29 @@ The point figures are the ledger's measures (each kind's MTBI, each action's mea
 kind with no failure the posterior median).
 """
 
+from __future__ import annotations
+
 import copy
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.ledger.fleet_stats import window_of
 from opsctl.ledger.intervals import poisson_interval
 from opsctl.ledger.repairs import restore_hours
-from opsctl.ledger.timestamps import parse_time
+from opsctl.ledger.timestamps import Moment, parse_time
+
 from opsctl.tco import distributions
 from opsctl.tco.spares import action_of
 from opsctl.tco.uncertain import UncertainScenario
+
+if TYPE_CHECKING:
+    from opsctl.ledger.fleet_stats import ReliabilityInputs
+    from opsctl.ledger.store import Ledger
+    from opsctl.mttr import MttrModel
+    from opsctl.tco.scenario import FailureClass, Scenario
 
 _MIX = "reliability.failure_mix"
 
@@ -48,16 +59,18 @@ _MIX = "reliability.failure_mix"
 class LedgerRepairs:
     """The window's repairs as the failure classes need them."""
 
-    hours_by_action: dict  # action -> time to restore (hours) of each closed repair
-    actions_by_kind: dict  # part kind -> Counter of the actions that repaired it (or an incident of it)
+    hours_by_action: dict[str, list[float]]  # action -> time to restore (hours) of each closed repair
+    actions_by_kind: dict[str, Counter[str]]  # part kind -> the actions that repaired it (or an incident of it)
 
 
-def ledger_repairs(ledger, since=None, until=None, racks=()):
+def ledger_repairs(ledger: Ledger, since: Moment | None = None, until: Moment | None = None,
+                   racks: Iterable[str] = ()) -> LedgerRepairs:
     """Repairs opened in the window (fleet_stats measures time to restore over the same ones)."""
     window = window_of(since, until, racks)
     data = ledger.everything()
     incidents = {incident["key"]: incident for incident in data["incidents"]}
-    hours, actions = {}, {}
+    hours: dict[str, list[float]] = {}
+    actions: dict[str, Counter[str]] = {}
     for repair in data["repairs"]:
         if not (window.covers_rack(repair["rack"]) and window.covers(parse_time(repair["opened_at"]).timestamp())):
             continue
@@ -71,7 +84,9 @@ def ledger_repairs(ledger, since=None, until=None, racks=()):
     return LedgerRepairs(hours, actions)
 
 
-def with_measured_reliability(uncertain, measured, repairs, mttr_model, level=0.9, prior=None):
+def with_measured_reliability(uncertain: UncertainScenario, measured: ReliabilityInputs, repairs: LedgerRepairs,
+                              mttr_model: MttrModel, level: float = 0.9,
+                              prior: float | None = None) -> tuple[UncertainScenario, list[dict[str, Any]]]:
     """(a new UncertainScenario with the ledger's failure classes, one line per class of its mix
     saying where its figures come from). `prior`: each kind's prior shape (default ½ / kinds;
     bench/tco_coverage.py --prior compares others)."""
@@ -134,12 +149,14 @@ def with_measured_reliability(uncertain, measured, repairs, mttr_model, level=0.
     return UncertainScenario(data, uncertain.source), report
 
 
-def _measured_class(kind, rate, measured, repairs, mttr_model, scenario, part=None):
+def _measured_class(kind: str, rate: dict[str, Any], measured: ReliabilityInputs, repairs: LedgerRepairs,
+                    mttr_model: MttrModel, scenario: Scenario,
+                    part: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """(failure_mix entry, {key: source}) of one part kind: one the ledger has incidents of, or
     (`part`: the scenario's name for it) one it has none of over its exposure."""
     counts = repairs.actions_by_kind.get(kind)
     action = min(counts, key=lambda name: (-counts[name], name)) if counts else None  # the most frequent
-    entry = {"name": kind}
+    entry: dict[str, Any] = {"name": kind}
     if action is not None and action in mttr_model.actions:
         entry["action"] = action
     else:
@@ -170,20 +187,20 @@ def _measured_class(kind, rate, measured, repairs, mttr_model, scenario, part=No
     return entry, said
 
 
-def _split(part):
+def _split(part: str) -> tuple[str, str | None]:
     """(kind, context or None) of a part name such as gpu@reset."""
     kind, _, context = part.partition("@")
     return kind, context or None
 
 
-def _action_name(entry, mttr_model, scenario):
+def _action_name(entry: dict[str, Any], mttr_model: MttrModel, scenario: Scenario) -> str:
     if "action" in entry:
         return entry["action"]
     kind, context = _split(entry["part"])
     return mttr_model.action_for(kind, scenario.sku.domain.model, context).name
 
 
-def _exposure(measured):
+def _exposure(measured: ReliabilityInputs) -> float:
     """The fleet's GPU-days in service over the window (the same for every part kind)."""
     overall = measured.detail.get("mtbi") or {}
     if overall.get("gpu_days"):
@@ -191,11 +208,11 @@ def _exposure(measured):
     return max((rate["gpu_days"] for rate in (measured.detail.get("mtbi_by_kind") or {}).values()), default=0)
 
 
-def _gpu_days(value):
+def _gpu_days(value: float | None) -> str:
     return "∞" if value is None else f"{value:,.0f}"
 
 
-def _measured(given, kinds, actions, scenario, mttr_model):
+def _measured(given: FailureClass, kinds: set[str], actions: set[str], scenario: Scenario, mttr_model: MttrModel) -> bool:
     """Whether the ledger measured what a scenario class stands for: its part kind, or its repair
     action (the ledger's compute_tray failures are the scenario's `part: gpu` class on GB200,
     whose GPUs are replaced with their tray). A class given as blast radius and repair hours
@@ -207,7 +224,7 @@ def _measured(given, kinds, actions, scenario, mttr_model):
     return action_of(given, scenario, mttr_model).name in actions
 
 
-def _renumbered(sources, moves):
+def _renumbered(sources: dict[str, str], moves: dict[int, int]) -> dict[str, str]:
     """The scenario's sources with each kept failure_mix class's keys at its new index, and those
     of the classes the ledger replaced dropped."""
     result = {}
@@ -221,16 +238,17 @@ def _renumbered(sources, moves):
     return result
 
 
-def _kept(given, why):
+def _kept(given: FailureClass, why: str) -> dict[str, Any]:
     return {"name": given.name, "from": "scenario", "why": why,
             **({"part": given.part} if given.part else {}), **({"action": given.action} if given.action else {})}
 
 
-def _report(entry, rate, level):
+def _report(entry: dict[str, Any], rate: dict[str, Any], level: float) -> dict[str, Any]:
     """A measured class as the output shows it: its MTBI and repair hours, each with its interval."""
     mtbi = distributions.parse(entry["mtbi_gpu_days"], entry["name"])
     low, high = mtbi.ends(level)
-    line = {"name": entry["name"], "from": "ledger", **{k: entry[k] for k in ("part", "action") if k in entry},
+    line: dict[str, Any] = {"name": entry["name"], "from": "ledger",
+ **{k: entry[k] for k in ("part", "action") if k in entry},
             "failures": rate["failures"], "gpu_days": rate["gpu_days"], "mtbi_gpu_days": mtbi.point,
             "mtbi_interval": [round(low, 1), round(high, 1) if rate["failures"] else None],
             "mtbi_exact_interval": rate["interval"], "mtbi_prior": entry["mtbi_gpu_days"]["prior"]}

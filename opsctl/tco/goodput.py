@@ -20,6 +20,8 @@ Where they differ (both agree to first order when M is much longer than τ, R an
   exponentials); ETTR does not, so it is the higher of the two when writes are long next to M.
 """
 
+from __future__ import annotations
+
 import math
 
 ETTR_FORMULA = "E[ETTR] = (1 − (u0 + Δt/2)/M) / (1 + w/Δt)"
@@ -29,7 +31,7 @@ DALY_FORMULA = "goodput = τ / (M · e^(R/M) · (e^((τ+δ)/M) − 1))"
 DALY_SOURCE = "Daly (2006), A higher order estimate of the optimum checkpoint interval for restart dumps, FGCS 22(3):303–312"
 
 
-def ettr(mtbi, restart, write, interval):
+def ettr(mtbi: float, restart: float, write: float, interval: float) -> float:
     """Meta's expected ETTR; all times in the same unit. May fall below 0 (to −inf for times beyond
     the float range) where the model breaks down; never NaN for positive times."""
     loss = restart / mtbi + interval / mtbi / 2  # each term on its own: their sum before dividing may overflow
@@ -37,7 +39,7 @@ def ettr(mtbi, restart, write, interval):
     return -math.inf if math.isnan(value) else value  # −inf / inf: a loss beyond any bound
 
 
-def daly_goodput(mtbi, restart, write, interval):
+def daly_goodput(mtbi: float, restart: float, write: float, interval: float) -> float:
     """Solve time over expected wall-clock time in Daly's model; all times in the same unit.
 
     Computed as the exponential of its logarithm: e^(R/M) and e^((τ+δ)/M) overflow a float once a
@@ -48,7 +50,7 @@ def daly_goodput(mtbi, restart, write, interval):
     return math.exp(log_goodput)  # log_goodput ≤ 0 (e^x − 1 ≥ x): exp cannot overflow
 
 
-def _log_expm1(x, interval, write, mtbi):
+def _log_expm1(x: float, interval: float, write: float, mtbi: float) -> float:
     """log(e^x − 1) for x = (τ+δ)/M without overflow (x large) or a log of an underflowed x (x tiny)."""
     if x > 1:
         return x + math.log1p(-math.exp(-x))

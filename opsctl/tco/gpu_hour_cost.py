@@ -6,7 +6,14 @@ The published December 2023 HGX H100 build-up (docs/sources.md: $7,025/month cap
 $1,871/month hosting at 13% cost of debt) comes to about $1.52 per GPU-hour this way.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from opsctl.tco.derivation import Figure
+
+if TYPE_CHECKING:
+    from opsctl.tco.scenario import Scenario
 
 HOURS_PER_MONTH = 730.0  # 8,760 hours a year / 12
 ANNUITY = ("capital per month = unit_price · r / (1 − (1 + r)^−n), r = cost_of_capital / 12, "
@@ -15,7 +22,7 @@ HOSTING = ("hosting per month = it_kw_per_unit · pue · 730 h · power_price_pe
            "it_kw_per_unit · colocation_per_kw_month + software_per_month")
 
 
-def monthly_capital(unit_price, depreciation_years, cost_of_capital):
+def monthly_capital(unit_price: float, depreciation_years: float, cost_of_capital: float) -> float:
     """The equal monthly payment that repays unit_price with interest over the depreciation years."""
     months = 12 * depreciation_years
     rate = cost_of_capital / 12
@@ -24,18 +31,20 @@ def monthly_capital(unit_price, depreciation_years, cost_of_capital):
     return unit_price * rate / (1 - (1 + rate) ** -months)
 
 
-def monthly_hosting(it_kw, pue, power_price_per_kwh, colocation_per_kw_month, software_per_month=0.0):
+def monthly_hosting(it_kw: float, pue: float, power_price_per_kwh: float, colocation_per_kw_month: float,
+                    software_per_month: float = 0.0) -> float:
     return it_kw * pue * HOURS_PER_MONTH * power_price_per_kwh + it_kw * colocation_per_kw_month + software_per_month
 
 
-def gpu_hour_cost(scenario):
+def gpu_hour_cost(scenario: Scenario) -> Figure:
     """A Figure: $ per GPU-hour, with the inputs and formula that produced it."""
     if scenario.gpu_hour_cost is not None:
         given = scenario.gpu_hour_cost
         return Figure(given.value, "$/GPU-hour", "given", given.source, {"gpu_hour_cost": given.value})
     capex, opex = scenario.capex, scenario.opex
+    assert capex is not None and opex is not None  # the scenario reader: no gpu_hour_cost means both blocks
     unit_gpus = capex["unit_gpus"].value if capex["unit_gpus"] else scenario.sku.domain.gpus
-    inputs = {"unit_gpus": unit_gpus}
+    inputs: dict[str, Any] = {"unit_gpus": unit_gpus}
     sources = [f"unit_gpus: {capex['unit_gpus'].source if capex['unit_gpus'] else f'a {scenario.sku.name} {scenario.sku.domain.unit}'}"]
     if capex["capital_per_month"] is not None:
         capital = capex["capital_per_month"].value

@@ -10,11 +10,27 @@ A draw in which the job cannot make progress (goodput 0) has an unbounded effect
 counts as +infinity in the quantiles (an interval end there is null in JSON) and in `compare`.
 """
 
+from __future__ import annotations
+
 import math
 import zlib
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.tco.pricing import price
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TypeAlias
+
+    import numpy
+    from numpy.typing import NDArray
+
+    from opsctl.mttr import MttrModel
+    from opsctl.tco.uncertain import UncertainScenario
+
+    Draws: TypeAlias = NDArray[numpy.float64]  # one figure (or input) over the draws
+    Table: TypeAlias = dict[str, Draws]  # figure -> its values over the draws
 
 FIGURES = ("gpu_hour_cost", "tokens_per_second_per_gpu", "mfu", "cost_per_million_tokens", "joules_per_token",
            "total_cost", "household_years", "goodput", "checkpoint_interval_minutes", "spare_charge_factor",
@@ -29,7 +45,7 @@ METHOD = ("Monte Carlo over the scenario's ranges: each draw prices the model at
           "so scenarios priced with one seed are paired draw by draw")
 
 
-def check_options(draws, level, seed):
+def check_options(draws: int, level: float, seed: int) -> None:
     if not 1 <= draws <= MAX_DRAWS:
         raise InputError(f"--draws {draws}: must be from 1 to {MAX_DRAWS:,}")
     if not (math.isfinite(level) and 0 < level < 1):
@@ -38,11 +54,11 @@ def check_options(draws, level, seed):
         raise InputError(f"--seed {seed}: must be 0 or more")
 
 
-def draw_inputs(uncertain, draws, seed):
+def draw_inputs(uncertain: UncertainScenario, draws: int, seed: int) -> Table:
     """{input name: numpy array of its `draws` values}."""
     import numpy
 
-    values = {}
+    values: Table = {}
     for item in uncertain.inputs:
         generator = numpy.random.default_rng([seed, zlib.crc32(item.name.encode())])
         drawn = item.distribution.draw(generator, draws)
@@ -50,7 +66,7 @@ def draw_inputs(uncertain, draws, seed):
     return values
 
 
-def figures_over_draws(uncertain, mttr_model, draws, seed):
+def figures_over_draws(uncertain: UncertainScenario, mttr_model: MttrModel | None, draws: int, seed: int) -> Table:
     """{figure: numpy array over the draws}: NaN where the figure does not exist (no tokens, no
     model shape), +inf where the job made no progress in that draw."""
     import numpy
@@ -69,7 +85,7 @@ def figures_over_draws(uncertain, mttr_model, draws, seed):
     return table
 
 
-def _unbounded(document):
+def _unbounded(document: dict[str, Any]) -> Sequence[str]:
     """The figures a draw without progress leaves null because they are infinite."""
     if document["goodput"] != 0:
         return ()
@@ -77,7 +93,7 @@ def _unbounded(document):
     return [key for key in UNBOUNDED_WITHOUT_PROGRESS if document["tokens"] is not None or key not in needs_tokens]
 
 
-def summary(values, level):
+def summary(values: Draws, level: float) -> tuple[float | None, list[float | None] | None]:
     """(median, [low, high]) of one figure's draws; None where it has none, or at +infinity."""
     import numpy
 
@@ -89,7 +105,8 @@ def summary(values, level):
     return _number(median), [_number(low), _number(high)]
 
 
-def with_intervals(document, uncertain, table, level, draws, seed):
+def with_intervals(document: dict[str, Any], uncertain: UncertainScenario, table: Table, level: float, draws: int,
+                   seed: int) -> dict[str, Any]:
     """The point document with `<figure>_median` and `<figure>_interval` beside each figure, and
     an `uncertainty` block saying what varied and how."""
     import numpy
@@ -107,7 +124,8 @@ def with_intervals(document, uncertain, table, level, draws, seed):
     return result
 
 
-def price_with_uncertainty(uncertain, mttr_model, draws, seed, level):
+def price_with_uncertainty(uncertain: UncertainScenario, mttr_model: MttrModel | None, draws: int, seed: int,
+                           level: float) -> tuple[dict[str, Any], Table | None]:
     """(document, figures over the draws or None). With no range in the scenario it is exactly
     the point document `pricing.price` gives, and nothing is drawn."""
     document = price(uncertain.point, mttr_model)
@@ -117,7 +135,7 @@ def price_with_uncertainty(uncertain, mttr_model, draws, seed, level):
     return with_intervals(document, uncertain, table, level, draws, seed), table
 
 
-def paired_edge(baseline, other, level):
+def paired_edge(baseline: Draws, other: Draws, level: float) -> dict[str, Any]:
     """How `other` compares with `baseline` over paired draws of their effective $/M tokens:
     the edge (1 − other / baseline) as median and interval, and the share of draws in which
     `other` is cheaper."""
@@ -131,6 +149,6 @@ def paired_edge(baseline, other, level):
             "cheaper_share": float(numpy.mean(other < baseline)), "draws": int(other.size)}
 
 
-def _number(value):
+def _number(value: Any) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None

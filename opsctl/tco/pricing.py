@@ -6,8 +6,12 @@ The result is the `opsctl tco run` document (docs/tco.md, The output); `derivati
 every figure, the formula, the inputs it used and their sources.
 """
 
+from __future__ import annotations
+
 import math
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from opsctl.mttr import load_mttr_model
 from opsctl.tco import checkpointing, energy, goodput, spares
@@ -15,10 +19,24 @@ from opsctl.tco.derivation import Figure
 from opsctl.tco.gpu_hour_cost import gpu_hour_cost
 from opsctl.tco.throughput import throughput
 
+if TYPE_CHECKING:
+    from opsctl.mttr import MttrModel
+    from opsctl.tco.scenario import Reliability, Scenario
+
 COST_SOURCE = "docs/sources.md, Ownership cost: cost per M tokens = gpu_hour_cost / (tokens_per_second_per_gpu × 3600) × 1e6"
 
 
-def price(scenario, mttr_model=None):
+@dataclass(frozen=True)
+class PricedReliability:
+    """What a reliability block adds to the priced document: its keys, its figures (in the order
+    the derivations list them; None: a figure without a bound) and its warnings."""
+
+    document: dict[str, Any]
+    figures: dict[str, Figure | None]
+    warnings: list[str]
+
+
+def price(scenario: Scenario, mttr_model: MttrModel | None = None) -> dict[str, Any]:
     """The output document of `opsctl tco run` for a loaded Scenario."""
     cost = gpu_hour_cost(scenario)
     tps, mfu = throughput(scenario)
@@ -26,19 +44,20 @@ def price(scenario, mttr_model=None):
                          "gpu_hour_cost / (tokens_per_second_per_gpu · 3600) · 1e6", COST_SOURCE,
                          {"gpu_hour_cost": cost.value, "tokens_per_second_per_gpu": tps.value})
     joules = energy.joules_per_token(scenario.watts_per_gpu, scenario.pue, tps.value)
-    figures = {"gpu_hour_cost": cost, "tokens_per_second_per_gpu": tps, "mfu": mfu,
-               "cost_per_million_tokens": per_million, "joules_per_token": joules}
+    figures: dict[str, Figure | None] = {"gpu_hour_cost": cost, "tokens_per_second_per_gpu": tps, "mfu": mfu,
+                                         "cost_per_million_tokens": per_million, "joules_per_token": joules}
     tokens = scenario.tokens.value if scenario.tokens else None
+    tokens_source = scenario.tokens.source if scenario.tokens else ""
     if tokens is not None:
         figures["total_cost"] = Figure(tokens / 1e6 * per_million.value, "$", "tokens / 1e6 · cost_per_million_tokens",
-                                       scenario.tokens.source, {"tokens": tokens, "cost_per_million_tokens": per_million.value})
+                                       tokens_source, {"tokens": tokens, "cost_per_million_tokens": per_million.value})
         figures["household_years"] = energy.household_years(tokens, joules.value)
 
-    document = {
+    document: dict[str, Any] = {
         "scenario": scenario.source, "name": scenario.name, "description": scenario.description,
         "gpu": scenario.sku.name, "gpus": scenario.gpus, "precision": scenario.precision, "tokens": tokens,
     }
-    warnings = []
+    warnings: list[str] = []
     if scenario.reliability is None:
         document.update(goodput=1.0, goodput_model=None, checkpoint_interval_minutes=None, spare_charge_factor=1.0,
                         reliability=None, spares=None)
@@ -46,16 +65,19 @@ def price(scenario, mttr_model=None):
             per_million.value, "$/M tokens", "cost_per_million_tokens (no reliability block: no interruptions priced)",
             COST_SOURCE, {"cost_per_million_tokens": per_million.value})
     else:
-        reliability = _reliability(scenario, mttr_model or load_mttr_model(), per_million.value, figures, warnings)
-        document.update(reliability)
-    effective = figures["effective_cost_per_million_tokens"].value if figures["effective_cost_per_million_tokens"] else None
+        priced = _reliability(scenario, scenario.reliability, mttr_model or load_mttr_model(), per_million.value)
+        document.update(priced.document)
+        figures.update(priced.figures)
+        warnings += priced.warnings
+    effective_figure = figures["effective_cost_per_million_tokens"]
+    effective = effective_figure.value if effective_figure else None
     share = document["goodput"]
     if tokens is not None and effective is not None:
         figures["effective_total_cost"] = Figure(tokens / 1e6 * effective, "$", "tokens / 1e6 · effective_cost_per_million_tokens",
-                                                 scenario.tokens.source, {"tokens": tokens})
+                                                 tokens_source, {"tokens": tokens})
         figures["training_days"] = Figure(tokens / (tps.value * scenario.gpus * share) / 86400, "days",
                                           "tokens / (tokens_per_second_per_gpu · gpus · goodput) / 86,400 s",
-                                          scenario.tokens.source,
+                                          tokens_source,
                                           {"tokens": tokens, "tokens_per_second_per_gpu": tps.value, "gpus": scenario.gpus,
                                            "goodput": share})
     if share > 0 and effective is not None:
@@ -65,13 +87,14 @@ def price(scenario, mttr_model=None):
     for key in ("gpu_hour_cost", "tokens_per_second_per_gpu", "mfu", "cost_per_million_tokens", "joules_per_token",
                 "total_cost", "household_years", "effective_cost_per_million_tokens", "effective_total_cost",
                 "effective_joules_per_token", "training_days"):
-        document[key] = figures[key].value if figures.get(key) else None
+        figure = figures.get(key)
+        document[key] = figure.value if figure else None
     document["warnings"] = warnings
     document["derivations"] = {key: figure.to_dict() for key, figure in figures.items() if figure is not None}
     return _finite(document)
 
 
-def _finite(node):
+def _finite(node: Any) -> Any:
     """The document with every infinite or NaN number as null: JSON has no infinity, and only times
     at the edge of the float range (a repair of 1e308 hours) produce one."""
     if isinstance(node, dict):
@@ -83,8 +106,10 @@ def _finite(node):
     return node
 
 
-def _reliability(scenario, mttr_model, per_million, figures, warnings):
-    given = scenario.reliability
+def _reliability(scenario: Scenario, given: Reliability, mttr_model: MttrModel, per_million: float) -> PricedReliability:
+    """The goodput, checkpoint interval and effective price of a scenario with a reliability block."""
+    figures: dict[str, Figure | None] = {}
+    warnings: list[str] = []
     place = spares.layout(scenario, mttr_model)
     mtbi = given.mtbi_gpu_days.value * (spares.MINUTES_PER_DAY / place.training_gpus)  # the job's, in minutes
     # kept inside the float range (MTBIs beyond it price as no interruptions, or as no progress)
@@ -97,6 +122,7 @@ def _reliability(scenario, mttr_model, per_million, figures, warnings):
     young = checkpointing.young_interval(write, mtbi) if write > 0 else None
     daly_optimum = checkpointing.daly_interval(write, mtbi) if write > 0 else None
     if given.checkpoint_interval_minutes.value == "optimal":
+        assert daly_optimum is not None  # the scenario reader refuses the optimal interval with free writes
         interval = daly_optimum
         figures["checkpoint_interval_minutes"] = Figure(
             interval, "minutes", "Daly's higher-order optimum with δ = checkpoint_write_minutes, M = job MTBI",
@@ -129,7 +155,7 @@ def _reliability(scenario, mttr_model, per_million, figures, warnings):
         warnings.append(f"{given.goodput_model} goodput is {chosen.value:.3g}: an interruption every {mtbi:.3g} min, "
                         f"{downtime:.3g} min lost to each and a checkpoint every {interval:.3g} min leave no time to "
                         f"train; the effective cost is unbounded{breakdown}")
-    return {
+    return PricedReliability({
         "goodput": share,
         "goodput_model": given.goodput_model,
         "checkpoint_interval_minutes": interval,
@@ -153,4 +179,4 @@ def _reliability(scenario, mttr_model, per_million, figures, warnings):
                    "spare_gpus_per_domain": place.spare_gpus_per_domain, "domains": place.domains,
                    "spare_units": place.spare_units, "installed_gpus": place.installed_gpus,
                    "charged": place.charged, "spare_charge_factor": place.charge_factor, "source": place.spare_source},
-    }
+    }, figures, warnings)

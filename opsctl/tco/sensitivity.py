@@ -6,27 +6,37 @@ An input's ends are the stated low and high of a uniform or triangular range, an
 interval at `--level` of the others (distributions.Distribution.ends).
 """
 
+from __future__ import annotations
+
 import csv
 import io
 import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic, write_json_atomic
 from opsctl.tco.pricing import price
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from opsctl.mttr import MttrModel
+    from opsctl.tco.uncertain import UncertainScenario
 
 FIGURE = "effective_cost_per_million_tokens"
 COLUMNS = ("input", "low", "high", "price_at_low", "price_at_high", "swing")
 PLOT_DPI = 100
 
 
-def sensitivity(uncertain, mttr_model, level):
+def sensitivity(uncertain: UncertainScenario, mttr_model: MttrModel | None, level: float) -> dict[str, Any]:
     """The tornado's table: one row per uncertain input, the largest swing first."""
     if not uncertain.inputs:
         raise InputError(f"{uncertain.source}: no input is a range, so nothing to move; write one as {{low, high}} "
                          f"(docs/tco.md), e.g. scenarios/llama4-16k-gb200-ranges-spares-charged.yaml")
     medians = {item.name: item.fit(item.distribution.median()) for item in uncertain.inputs}
     at_medians = _price(uncertain, mttr_model, medians)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for item in uncertain.inputs:
         low, high = (item.fit(end) for end in item.distribution.ends(level))
         at_low = _price(uncertain, mttr_model, {**medians, item.name: low})
@@ -41,16 +51,16 @@ def sensitivity(uncertain, mttr_model, level):
             "inputs": [_nulls(row) for row in rows]}
 
 
-def _price(uncertain, mttr_model, values):
+def _price(uncertain: UncertainScenario, mttr_model: MttrModel | None, values: Mapping[str, float]) -> float:
     value = price(uncertain.scenario_at(values), mttr_model)[FIGURE]
     return math.inf if value is None else value  # no progress: an unbounded price
 
 
-def _nulls(row):
+def _nulls(row: dict[str, Any]) -> dict[str, Any]:
     return {key: (None if isinstance(value, float) and not math.isfinite(value) else value) for key, value in row.items()}
 
 
-def write_files(result, folder, stem):
+def write_files(result: dict[str, Any], folder: Path, stem: str) -> dict[str, Path]:
     """stem-sensitivity.csv, .json and stem-tornado.png in `folder`, each written atomically."""
     csv_text = io.StringIO()
     writer = csv.DictWriter(csv_text, fieldnames=COLUMNS)
@@ -64,7 +74,7 @@ def write_files(result, folder, stem):
     return paths
 
 
-def tornado_png(result):
+def tornado_png(result: dict[str, Any]) -> bytes:
     """The tornado chart as PNG bytes: a bar per input from its price at one end to the other,
     around the price with every input at its median; the largest swing on top."""
     import matplotlib

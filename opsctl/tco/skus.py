@@ -4,6 +4,8 @@ the NVLink domain the GPU lives in (an HGX server of 8, or a GB200 NVL72 rack of
 Every figure carries its source so the TCO output can say where a number came from.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 from opsctl.rack_models import MODELS
@@ -24,7 +26,7 @@ class Domain:
 @dataclass(frozen=True)
 class Sku:
     name: str
-    peak_tflops: dict  # precision -> dense TFLOPS
+    peak_tflops: dict[str, float]  # precision -> dense TFLOPS
     peak_source: str
     watts_per_gpu: float | None  # all-in IT watts per GPU (GPU, CPU, network, storage)
     pue: float | None
@@ -32,7 +34,7 @@ class Sku:
     domain: Domain
 
 
-def _domain(model_name, unit):
+def _domain(model_name: str, unit: str) -> Domain:
     model = MODELS[model_name]
     return Domain(model_name, unit, model.gpus, model.gpus_per_tray)
 

@@ -11,10 +11,18 @@ Which repair a failure needs, how long it takes and what it idles come from the 
 price per token.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
+
+if TYPE_CHECKING:
+    from opsctl.mttr import MttrModel, RepairAction
+    from opsctl.tco.scenario import FailureClass, Scenario
 
 MINUTES_PER_DAY = 1440.0
 
@@ -31,7 +39,7 @@ class Layout:
     spare_source: str
 
     @property
-    def charge_factor(self):
+    def charge_factor(self) -> float:
         """GPUs paid for per GPU training: spares charged to the run, or carried by other work."""
         return self.installed_gpus / self.training_gpus if self.charged else 1.0
 
@@ -48,15 +56,16 @@ class Failure:
     covered_by: str = ""  # "restart" | "hot spares" | "spare unit"
     wait_minutes: float = 0.0  # expected wait for a repair per interruption of this class
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "share": self.share, "blast_radius_gpus": self.blast_radius_gpus,
                 "repair_hours": self.repair_hours, "covered_by": self.covered_by,
                 "expected_wait_minutes": self.wait_minutes, "source": self.source}
 
 
-def layout(scenario, mttr_model):
+def layout(scenario: Scenario, mttr_model: MttrModel) -> Layout:
     domain = scenario.sku.domain
     reliability = scenario.reliability
+    assert reliability is not None  # spares are laid out only for a scenario with a reliability block
     if reliability.spare_gpus is not None:
         spare, source = reliability.spare_gpus.value, reliability.spare_gpus.source
     else:
@@ -69,9 +78,10 @@ def layout(scenario, mttr_model):
                   reliability.charge_spares, source)
 
 
-def resolve(failure_class, scenario, mttr_model):
+def resolve(failure_class: FailureClass, scenario: Scenario, mttr_model: MttrModel) -> Failure:
     """The blast radius and repair time of a failure class, from the scenario or the MTTR model."""
     if failure_class.blast_radius_gpus is not None:
+        assert failure_class.repair_hours is not None  # the scenario reader: a blast radius goes with its repair hours
         return Failure(failure_class.name, failure_class.share, failure_class.blast_radius_gpus,
                        failure_class.repair_hours, f"{scenario.source}: reliability")
     domain = scenario.sku.domain
@@ -89,13 +99,14 @@ def resolve(failure_class, scenario, mttr_model):
     return Failure(failure_class.name, failure_class.share, blast, hours, source)
 
 
-def action_of(failure_class, scenario, mttr_model):
+def action_of(failure_class: FailureClass, scenario: Scenario, mttr_model: MttrModel) -> RepairAction:
     """The MTTR model's repair action for a class that names an action or a part kind."""
     if failure_class.action is not None:
         if failure_class.action not in mttr_model.actions:
             raise InputError(f"{scenario.source}: reliability: unknown MTTR action {failure_class.action!r} "
                              f"(known in {mttr_model.source}: {', '.join(sorted(mttr_model.actions))})")
         return mttr_model.actions[failure_class.action]
+    assert failure_class.part is not None  # the scenario reader: a class names a part or an action
     kind, _, context = failure_class.part.partition("@")
     try:
         return mttr_model.action_for(kind, scenario.sku.domain.model, context or None)
@@ -103,7 +114,7 @@ def action_of(failure_class, scenario, mttr_model):
         raise InputError(f"{scenario.source}: reliability.failure_mix: part {failure_class.part!r}: {error}") from None
 
 
-def cover(failures, layout_, interruptions_per_hour):
+def cover(failures: Sequence[Failure], layout_: Layout, interruptions_per_hour: float) -> tuple[list[Failure], float]:
     """Say what covers each failure class and the expected repair wait per interruption.
 
     Drains beyond the hot spares fall on the spare units; the number of units under repair at once
@@ -125,12 +136,12 @@ def cover(failures, layout_, interruptions_per_hour):
     return covered, all_busy
 
 
-def _with(failure, covered_by, wait):
+def _with(failure: Failure, covered_by: str, wait: float) -> Failure:
     return Failure(failure.name, failure.share, failure.blast_radius_gpus, failure.repair_hours, failure.source,
                    covered_by, wait)
 
 
-def _poisson_at_least(mean, k):
+def _poisson_at_least(mean: float, k: int) -> float:
     """P(N ≥ k) for N ~ Poisson(mean); terms in log space, as mean**j overflows for a large mean."""
     if k == 0 or math.isinf(mean):
         return 1.0

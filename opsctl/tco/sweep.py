@@ -2,15 +2,24 @@
 plot of effective $ per million tokens (and the failure-free price) against the key.
 """
 
+from __future__ import annotations
+
 import csv
 import io
 import math
 import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic
 from opsctl.tco.pricing import price
 from opsctl.tco.scenario import scenario_from_data, set_key
+
+if TYPE_CHECKING:
+    from opsctl.mttr import MttrModel
+    from opsctl.tco.scenario import Scenario
 
 VARY = re.compile(r"(?P<key>[A-Za-z_][\w.]*)=(?P<start>[^:]+):(?P<stop>[^:]+):(?P<steps>\d+)")
 COLUMNS = ("gpu_hour_cost", "tokens_per_second_per_gpu", "mfu", "cost_per_million_tokens", "goodput",
@@ -21,7 +30,7 @@ PLOT_DPI = 100  # 800 × 500 pixels
 MAX_STEPS = 1000  # 0.4 ms a point: a sweep of the most takes about half a second, and its plot stays legible
 
 
-def parse_vary(text):
+def parse_vary(text: str) -> tuple[str, list[float]]:
     """KEY=FROM:TO:STEPS → (key, [STEPS evenly spaced values from FROM to TO])."""
     match = VARY.fullmatch(text.strip())
     if not match:
@@ -40,7 +49,8 @@ def parse_vary(text):
     return key, [start + (stop - start) * i / (steps - 1) for i in range(steps)]
 
 
-def sweep(scenario, key, values, mttr_model=None):
+def sweep(scenario: Scenario, key: str, values: Sequence[float],
+          mttr_model: MttrModel | None = None) -> list[dict[str, Any]]:
     """One row per value: the key's value and the priced figures. A key that holds a whole number
     in the scenario (gpus, spare racks) is varied in whole numbers."""
     if key.startswith("reliability.") and scenario.reliability is None:
@@ -57,7 +67,7 @@ def sweep(scenario, key, values, mttr_model=None):
     return rows
 
 
-def write_csv(rows, path):
+def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
     """Written whole or not at all (the atomic writer): a full disk leaves the old file as it was."""
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(rows[0]))
@@ -66,7 +76,7 @@ def write_csv(rows, path):
     write_bytes_atomic(path, text.getvalue().encode("utf-8"), make_folders=False)
 
 
-def write_png(rows, key, path, title):
+def write_png(rows: Sequence[dict[str, Any]], key: str, path: str | Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # no display: files only
@@ -90,7 +100,7 @@ def write_png(rows, key, path, title):
     write_bytes_atomic(path, image.getvalue(), make_folders=False)
 
 
-def _value_at(data, path):
+def _value_at(data: Any, path: str) -> Any:
     for part in path.split("."):
         if not isinstance(data, dict):
             return None

@@ -5,23 +5,30 @@ With that count, GPT-3 175B on H100 at 313 → 493 tokens/s/GPU (BF16, 989 TFLOP
 published 34% → 54% MFU (SemiAnalysis 2025; docs/sources.md).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from opsctl.tco.derivation import Figure
+
+if TYPE_CHECKING:
+    from opsctl.tco.scenario import ModelShape, Scenario
 
 MEGATRON = "docs/sources.md, Training benchmarks: MFU = tokens/s/GPU × (6·N + 12·L·d·s) / peak FLOPS (Megatron's count, attention included)"
 
 
-def flops_per_token(model):
+def flops_per_token(model: ModelShape) -> float:
     return 6 * model.params + 12 * model.layers * model.hidden * model.seq_len
 
 
-def peak_flops(scenario):
+def peak_flops(scenario: Scenario) -> float:
     return scenario.sku.peak_tflops[scenario.precision] * 1e12
 
 
-def throughput(scenario):
+def throughput(scenario: Scenario) -> tuple[Figure, Figure | None]:
     """(tokens/s/GPU Figure, MFU Figure or None when the model's shape is not given)."""
     peak = peak_flops(scenario)
-    shape = {}
+    shape: dict[str, Any] = {}
     if scenario.model:
         m = scenario.model
         shape = {"params": m.params, "layers": m.layers, "hidden": m.hidden, "seq_len": m.seq_len,
@@ -35,8 +42,9 @@ def throughput(scenario):
         return tps, Figure(value, "fraction", "tokens_per_second_per_gpu · (6·N + 12·L·d·s) / peak_flops",
                            f"{MEGATRON}; peak: {scenario.sku.peak_source} ({scenario.precision})",
                            {"tokens_per_second_per_gpu": given.value, **shape})
-    mfu = scenario.mfu
-    value = mfu.value * peak / flops_per_token(scenario.model)
+    mfu, model = scenario.mfu, scenario.model
+    assert mfu is not None and model is not None  # the scenario reader: no tokens/s given means mfu with a model
+    value = mfu.value * peak / flops_per_token(model)
     tps = Figure(value, "tokens/s/GPU", "mfu · peak_flops / (6·N + 12·L·d·s)",
                  f"{MEGATRON}; mfu: {mfu.source}; peak: {scenario.sku.peak_source} ({scenario.precision})",
                  {"mfu": mfu.value, **shape})

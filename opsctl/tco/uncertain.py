@@ -8,17 +8,25 @@ checked by the scenario reader itself, so `restart_minutes: {low: -5, high: 10}`
 the reader's own line ("must be >= 0"), the end named.
 """
 
+from __future__ import annotations
+
 import copy
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from opsctl.errors import InputError
 from opsctl.tco import distributions
-from opsctl.tco.scenario import scenario_from_data
+from opsctl.tco.scenario import Scenario, scenario_from_data
 from opsctl.yaml_input import load_yaml_file, require_mapping
 
+KeyPath = tuple[str | int, ...]  # keys and list indexes from the top of the scenario
+
 # Mappings that are blocks of the scenario (docs/tco.md); any other mapping where a value goes is a range.
-_BLOCKS = {(): ("cluster", "workload", "reliability"), ("cluster",): ("capex", "opex"), ("workload",): ("model",)}
+_BLOCKS: dict[KeyPath, tuple[str, ...]] = {(): ("cluster", "workload", "reliability"), ("cluster",): ("capex", "opex"),
+                                           ("workload",): ("model",)}
 # Keys the scenario reader takes as whole numbers (scenario.py, `integer`): their draws are rounded.
 WHOLE_KEYS = ("gpus", "unit_gpus", "layers", "hidden", "seq_len", "spare_racks", "spare_servers", "spare_gpus",
               "blast_radius_gpus")
@@ -30,17 +38,17 @@ _NOT_NUMBERS = ("name", "description", "sources", "gpu", "precision", "part", "a
 class Input:
     """One uncertain input: where it sits in the scenario and its distribution."""
 
-    path: tuple  # keys and list indexes from the top of the scenario
+    path: KeyPath
     name: str  # reliability.failure_mix[2].repair_hours
     distribution: distributions.Distribution
     whole: bool  # a key of whole numbers (gpus, spare racks): draws are rounded
 
-    def fit(self, value):
+    def fit(self, value: float) -> float:
         return round(value) if self.whole else float(value)
 
 
 class UncertainScenario:
-    def __init__(self, data, source):
+    def __init__(self, data: Any, source: str) -> None:
         data = require_mapping(data, source)
         self.source, self.data = source, data
         self.inputs = tuple(_input(path, raw, source) for path, raw in _ranges(data))
@@ -51,10 +59,10 @@ class UncertainScenario:
                 self._at_end(item, end, item.fit(value))
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.point.name
 
-    def scenario_at(self, values):
+    def scenario_at(self, values: Mapping[str, float]) -> Scenario:
         """The scenario with each uncertain input at `values[name]` (the others at their point)."""
         data = _with(self.point_data, {i.path: i.fit(values[i.name]) for i in self.inputs if i.name in values})
         try:
@@ -64,18 +72,18 @@ class UncertainScenario:
             raise InputError(f"{error} (at {moved}, drawn from the scenario's ranges; bound the range: "
                              f"uniform or triangular)") from None
 
-    def _at_end(self, item, end, value):
+    def _at_end(self, item: Input, end: str, value: float) -> None:
         try:
             scenario_from_data(_with(self.point_data, {item.path: value}), self.source)
         except InputError as error:
             raise InputError(f"{error} (the {end} end of {item.name}'s {item.distribution.kind} range)") from None
 
 
-def load_uncertain(path):
+def load_uncertain(path: str | os.PathLike[str]) -> UncertainScenario:
     return UncertainScenario(load_yaml_file(Path(path)), str(path))
 
 
-def _ranges(data, path=()):
+def _ranges(data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, dict[str, Any]]]:
     """(path, mapping) of every range in the scenario data."""
     if not isinstance(data, dict):
         return
@@ -93,7 +101,7 @@ def _ranges(data, path=()):
                 yield from _ranges(entry, here + (index,))
 
 
-def _input(path, raw, source):
+def _input(path: KeyPath, raw: dict[str, Any], source: str) -> Input:
     name = _name(path)
     if path[-1] == "share":
         raise InputError(f"{source}: {name}: a share cannot be a range (the failure_mix shares must add up to 1)")
@@ -101,18 +109,18 @@ def _input(path, raw, source):
     return Input(path, name, distribution, path[-1] in WHOLE_KEYS)
 
 
-def _name(path):
+def _name(path: KeyPath) -> str:
     text = ""
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
 
-def _with(data, values):
+def _with(data: dict[str, Any], values: Mapping[KeyPath, Any]) -> dict[str, Any]:
     """A copy of the scenario data with the value at each path replaced."""
     data = copy.deepcopy(data)
     for path, value in values.items():
-        node = data
+        node: Any = data  # mappings and failure_mix's list
         for part in path[:-1]:
             node = node[part]
         node[path[-1]] = value

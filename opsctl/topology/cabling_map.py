@@ -1,7 +1,7 @@
 """Loading a cabling map: the CSV that says which physical parts each NVLink link passes through.
 
 One row per GPU port. Required columns: tray, gpu, port, switch_chip, switch_port. Optional
-columns name the finer parts on the path (see the README, "Topology"):
+columns name the finer parts on the path (see docs/topology.md):
 
   tray_connector    compute-tray backplane connector, relative to the tray   (j0 … j3)
   cartridge         NVLink spine cable cartridge, relative to the rack        (cart1 … cart4)
@@ -10,11 +10,14 @@ columns name the finer parts on the path (see the README, "Topology"):
   board             a board every link of the server crosses (HGX baseboard)
 """
 
+from __future__ import annotations
+
 import csv
 from dataclasses import dataclass
+from pathlib import Path
 
 from opsctl.errors import InputError
-from opsctl.rack_models import NAME_PATTERN
+from opsctl.rack_models import NAME_PATTERN, RackModel
 
 REQUIRED = ("tray", "gpu", "port", "switch_chip", "switch_port")
 OPTIONAL = ("tray_connector", "cartridge", "switch_connector", "cables", "board")
@@ -34,7 +37,7 @@ class CablingRow:
     board: str = ""
 
 
-def _int(value, column, source, line):
+def _int(value: str | int, column: str, source: str, line: int) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -44,14 +47,14 @@ def _int(value, column, source, line):
     return number
 
 
-def _name(value, column, source, line):
+def _name(value: str | None, column: str, source: str, line: int) -> str:
     value = (value or "").strip()
     if value and not NAME_PATTERN.fullmatch(value):
         raise InputError(f"{source}: line {line}: {column} {value!r} is not a valid name ([A-Za-z0-9_.-]+)")
     return value
 
 
-def load_cabling_map(path, model):
+def load_cabling_map(path: str | Path, model: RackModel) -> list[CablingRow]:
     """Read and check a cabling map for `model`: every GPU port of the model exactly once."""
     source = str(path)
     try:
@@ -64,7 +67,7 @@ def load_cabling_map(path, model):
             unknown = [c for c in columns if c not in REQUIRED + OPTIONAL]
             if unknown:
                 raise InputError(f"{source}: unknown column(s) {', '.join(unknown)}")
-            rows = []
+            rows: list[CablingRow] = []
             for line, record in enumerate(reader, start=2):
                 if None in record or any(record.get(c) is None for c in columns):
                     raise InputError(f"{source}: line {line}: expected {len(columns)} fields")
@@ -90,10 +93,10 @@ def load_cabling_map(path, model):
     return rows
 
 
-def _check_complete(rows, model, source):
+def _check_complete(rows: list[CablingRow], model: RackModel, source: str) -> None:
     trays = set(model.compute_tray_names())
-    seen_ports = {}
-    seen_switch_ports = {}
+    seen_ports: dict[tuple[str, int, int], CablingRow] = {}
+    seen_switch_ports: dict[tuple[int, int], CablingRow] = {}
     for row in rows:
         if row.tray not in trays:
             raise InputError(f"{source}: tray {row.tray!r} is not a compute tray of {model.name}")

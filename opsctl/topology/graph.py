@@ -6,12 +6,17 @@ links it carries or that a part it contains carries: a compute tray carries the 
 its GPUs and connectors, a switch tray the 144 links of its chips.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 
-from opsctl.topology.cabling_map import load_cabling_map
+from opsctl.rack_models import RackModel
+from opsctl.topology.cabling_map import CablingRow, load_cabling_map
 
 CABLING_DIR = Path(__file__).resolve().parent.parent / "data" / "cabling"
 CABLE_LANES = ("l0-tx", "l0-rx", "l1-tx", "l1-rx")
@@ -28,7 +33,7 @@ class Link:
     chip_index: int
     tray: str  # compute tray name (inventory tray) of the GPU end
     switch_tray: str | None  # switch tray name of the chip end (None on HGX)
-    path: tuple  # physical parts between GPU and chip, GPU side first
+    path: tuple[str, ...]  # physical parts between GPU and chip, GPU side first
 
 
 @dataclass
@@ -36,23 +41,23 @@ class Component:
     id: str
     kind: str
     tray: str | None  # the inventory tray it sits in (None for rack-level parts)
-    links: list = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
 
 
 class Topology:
     """Components and links of one rack, with the networkx graph behind them."""
 
-    def __init__(self, rack, model, cabling_map_path):
+    def __init__(self, rack: str, model: RackModel, cabling_map_path: str | Path) -> None:
         self.rack = rack
         self.model = model
         self.cabling_map_path = Path(cabling_map_path)
         self.graph = nx.DiGraph()
-        self.components = {}
-        self.links = {}
+        self.components: dict[str, Component] = {}
+        self.links: dict[str, Link] = {}
         self._build(load_cabling_map(self.cabling_map_path, model))
 
     # --- building ---------------------------------------------------------------------------
-    def _add(self, component_id, kind, tray, parent=None):
+    def _add(self, component_id: str, kind: str, tray: str | None, parent: str | None = None) -> str:
         if component_id not in self.components:
             self.components[component_id] = Component(component_id, kind, tray)
             self.graph.add_node(component_id, kind=kind)
@@ -60,9 +65,9 @@ class Topology:
                 self.graph.add_edge(parent, component_id, relation="contains")
         return component_id
 
-    def _carry(self, parts, link_id):
+    def _carry(self, parts: Iterable[str], link_id: str) -> None:
         """The parts carry the link, and so does everything that contains one of them."""
-        carriers = set()
+        carriers: set[str] = set()
         for part in parts:
             self.graph.add_edge(part, link_id, relation="carries")
             if part not in carriers:
@@ -71,7 +76,7 @@ class Topology:
         for part in carriers:
             self.components[part].links.append(link_id)
 
-    def _build(self, rows):
+    def _build(self, rows: Iterable[CablingRow]) -> None:
         model, rack = self.model, self.rack
         for tray in model.compute_tray_names():
             if model.is_nvl72:
@@ -90,7 +95,7 @@ class Topology:
         for row in sorted(rows, key=lambda r: (r.tray, r.gpu, r.port)):
             self._add_link(row)
 
-    def _add_link(self, row):
+    def _add_link(self, row: CablingRow) -> None:
         model, rack = self.model, self.rack
         tray_index = model.compute_tray_names().index(row.tray)
         gpu_index = tray_index * model.gpus_per_tray + row.gpu
@@ -98,7 +103,7 @@ class Topology:
         chip = model.switch_chip_id(rack, row.switch_chip)
         switch_tray = model.switch_chip_tray(row.switch_chip)
         tray_id = model.tray_id(rack, row.tray)
-        path = []
+        path: list[str] = []
         if row.board:
             path.append(self._add(f"{rack}/{row.board}", "baseboard", row.tray))
         if row.tray_connector:
@@ -132,10 +137,10 @@ class Topology:
         self._carry((gpu, *path, chip), link_id)
 
     # --- queries ----------------------------------------------------------------------------
-    def holders(self, component_id):
+    def holders(self, component_id: str) -> list[str]:
         """The components that hold `component_id` by 'contains' edges, nearest first (a GPU's
         compute tray; a cable's cartridge); empty for a part nothing holds or the graph lacks."""
-        chain = []
+        chain: list[str] = []
         node = component_id
         while node in self.graph:
             holder = next((u for u, _, relation in self.graph.in_edges(node, data="relation")
@@ -146,20 +151,20 @@ class Topology:
             node = holder
         return chain
 
-    def of_kind(self, kind):
+    def of_kind(self, kind: str) -> list[Component]:
         return [c for c in self.components.values() if c.kind == kind]
 
-    def link_for(self, gpu_id, port):
+    def link_for(self, gpu_id: str, port: int) -> Link:
         return self.links[f"{gpu_id}/nvl{port:02d}"]
 
-    def counts(self):
-        counts = {}
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
         for component in self.components.values():
             counts[component.kind] = counts.get(component.kind, 0) + 1
         return counts
 
-    def to_json(self):
-        """The document of `opsctl topology show RACK --json` (README, Topology)."""
+    def to_json(self) -> dict[str, Any]:
+        """The document of `opsctl topology show RACK --json` (docs/topology.md)."""
         return {
             "rack": self.rack,
             "model": self.model.name,
@@ -182,9 +187,9 @@ class Topology:
         }
 
 
-def default_cabling_map(model):
+def default_cabling_map(model: RackModel) -> Path:
     return CABLING_DIR / model.cabling_map
 
 
-def build_topology(rack, model, cabling_map_path=None):
+def build_topology(rack: str, model: RackModel, cabling_map_path: str | Path | None = None) -> Topology:
     return Topology(rack, model, cabling_map_path or default_cabling_map(model))

@@ -4,11 +4,23 @@ Two implementations sit behind one protocol: `TorchDevice` (PyTorch on CUDA on a
 on the CPU at small size in tests) and `SimDevice` (the simulator's compute device, whose
 arithmetic is real at small size and whose time is modelled). The probes above this seam —
 burn-in GEMM with verification, memory bandwidth, NVLink bandwidth — are the same code on both.
+The rack-wide collective has its own seam, `CollectiveDevice`, below.
+
+The protocols are what mypy checks: each implementation ends with a `_…_is_compute_device` (or
+`_is_collective_device`) function, seen only by the type checker, that returns an instance as
+the protocol — an implementation that misses a call or changes its signature fails the check.
 """
+
+from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from typing_extensions import Self
 
 # Unit roundoff of each result dtype: half the distance from 1 to the next number
 # (IEEE 754 binary64/32/16; bfloat16 keeps 8 significant bits).
@@ -21,7 +33,7 @@ class DeviceError(RuntimeError):
 
 
 @contextmanager
-def device_errors(*kinds):
+def device_errors(*kinds: type[BaseException]) -> Iterator[None]:
     """Turn an implementation's own failure exceptions into DeviceError."""
     try:
         yield
@@ -74,8 +86,43 @@ class ComputeDevice(Protocol):
     def copy(self, nbytes: int, iterations: int) -> float:
         """Seconds for `iterations` device-to-device copies of `nbytes`."""
 
-    def peer_copy(self, peer: "ComputeDevice", nbytes: int, iterations: int) -> float:
+    def peer_copy(self, peer: Self, nbytes: int, iterations: int) -> float:
         """Seconds for `iterations` copies of `nbytes` from this GPU to `peer` (over NVLink)."""
+
+    def host_copy(self, to_device: bool, nbytes: int, iterations: int) -> float:
+        """Seconds for `iterations` copies of `nbytes` between pinned host memory and the GPU
+        (to it, or from it): over PCIe on HGX, NVLink-C2C on GB200."""
 
     def release(self) -> None:
         """Free what the probes allocated."""
+
+
+class CollectiveDevice(Protocol):
+    """One rank's side of the rack-wide collective (probes/collective.py): `TorchCollectiveDevice`
+    (probes/compute/collective_device.py: a GPU, or the CPU in tests) and `SimCollectiveDevice`
+    (probes/sim/collective.py: one process stands for a simulated tray's GPUs)."""
+
+    name: str  # the GPU's name, as the report gives it
+    gpus_per_rank: int  # GPUs one rank stands for
+    torch_device: Any  # where the rank's tensors live (a torch.device, or "cpu")
+
+    def before_init(self) -> None:
+        """Called before the process group starts (NCCL reads its debug settings then)."""
+
+    def before_collective(self) -> None:
+        """Called as the rank arrives at each collective: a lost GPU raises, a hung one blocks."""
+
+    def received(self, result: Any) -> None:
+        """Called with a collective's result before it is verified."""
+
+    def real_bytes(self, nbytes: int) -> int:
+        """The bytes really moved for a collective of `nbytes`."""
+
+    def synchronize(self) -> None: ...
+
+    def collective_seconds(self, operation: str, nbytes: int, trays: list[str], gpus: int, iterations: int,
+                           measured_s: float) -> float:
+        """Seconds `iterations` calls took: measured on GPUs, modelled in the simulator."""
+
+    def nccl_lines(self, rank: int, world: int) -> list[str]:
+        """NCCL's INFO lines that say which transport each channel took."""

@@ -7,9 +7,12 @@ deadline the GPU fails with DeviceHung, naming the call, while the other GPUs' l
 their results are kept; the stuck call stays behind on its worker, alone.
 """
 
-import functools
+from __future__ import annotations
 
-from probes.compute import DeviceError
+import functools
+from typing import TYPE_CHECKING, Any
+
+from probes.compute import ComputeDevice, DeviceError
 from probes.gpu_deadline import COMPUTE_DEADLINE_S, GpuHung, GpuWorkers
 
 
@@ -17,14 +20,15 @@ class DeviceHung(DeviceError):
     """A compute call on the GPU did not return within the deadline."""
 
 
-def bounded_devices(devices, deadline_s=COMPUTE_DEADLINE_S):
+def bounded_devices(devices: dict[int, ComputeDevice],
+                    deadline_s: float = COMPUTE_DEADLINE_S) -> tuple[dict[int, ComputeDevice], GpuWorkers]:
     """{index: BoundedDevice} over {index: device}, sharing one set of per-GPU workers."""
     workers = GpuWorkers("compute", deadline_s)
     return {index: BoundedDevice(device, index, workers) for index, device in devices.items()}, workers
 
 
 class BoundedDevice:
-    def __init__(self, device, index, workers):
+    def __init__(self, device: ComputeDevice, index: int, workers: GpuWorkers) -> None:
         self.inner = device
         self.index = index
         self.workers = workers
@@ -32,20 +36,25 @@ class BoundedDevice:
         self.default_gemm_n = device.default_gemm_n
         self.default_copy_bytes = device.default_copy_bytes
 
-    def _run(self, what, *args, **kwargs):
+    def _run(self, what: str, *args: Any, **kwargs: Any) -> Any:
         try:
             return self.workers.call(self.index, what, functools.partial(getattr(self.inner, what), *args, **kwargs))
         except GpuHung as hung:
             raise DeviceHung(f"{self.label}: {hung.reason}") from None
 
-    def peer_copy(self, peer, nbytes, iterations):
+    def peer_copy(self, peer: ComputeDevice, nbytes: int, iterations: int) -> float:
         # On this GPU's worker: the copy is this GPU's call (the peer's worker may be busy loading).
         return self._run("peer_copy", getattr(peer, "inner", peer), nbytes, iterations)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         """Every other call of the device protocol (gemm_operands, matmul_checked, copy, release…),
         bounded the same way; plain attributes are read as they are."""
         value = getattr(self.inner, name)
         if not callable(value):
             return value
         return functools.partial(self._run, name)
+
+
+if TYPE_CHECKING:
+    def _bounded_is_compute_device(device: BoundedDevice) -> ComputeDevice:
+        return device  # mypy checks here that BoundedDevice implements the whole device protocol

@@ -5,7 +5,10 @@ Comparing results bit for bit is sound because cuBLAS gives bit-wise identical r
 run on the same GPU architecture and SM count (cuBLAS documentation, "Results reproducibility").
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING, Any
 
 from probes.compute import DeviceError, GemmOperands, device_errors
 from probes.compute.memory_patterns import PATTERNS, signed
@@ -18,14 +21,14 @@ FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper onwards have fp8 tensor cores
 BF16_MIN_CAPABILITY = (8, 0)
 
 
-def _torch():
+def _torch() -> Any:
     import torch  # the `gpu` extra; imported on use so trays without it can still read NVML
 
     return torch
 
 
 class TorchDevice:
-    def __init__(self, device):
+    def __init__(self, device: str) -> None:
         torch = _torch()
         self.torch = torch
         self.device = torch.device(device)
@@ -33,15 +36,15 @@ class TorchDevice:
         kind = self.device.type
         self.default_gemm_n = GEMM_N.get(kind, GEMM_N["cpu"])
         self.default_copy_bytes = COPY_BYTES.get(kind, COPY_BYTES["cpu"])
-        self._buffers = {}
+        self._buffers: dict[str, Any] = {}
 
     # --- what the device can do --------------------------------------------------------------
-    def _capability(self):
+    def _capability(self) -> tuple[int, int] | None:
         if self.device.type != "cuda":
             return None
         return self.torch.cuda.get_device_capability(self.device)
 
-    def unsupported_reason(self, dtype):
+    def unsupported_reason(self, dtype: str) -> str | None:
         torch = self.torch
         capability = self._capability()
         if dtype == "bf16":
@@ -62,7 +65,7 @@ class TorchDevice:
         return None
 
     # --- GEMM ----------------------------------------------------------------------------------
-    def gemm_operands(self, dtype, n, seed):
+    def gemm_operands(self, dtype: str, n: int, seed: int) -> GemmOperands:
         torch = self.torch
         generator = torch.Generator(device=self.device).manual_seed(seed)
         with device_errors(RuntimeError):
@@ -75,7 +78,7 @@ class TorchDevice:
             return GemmOperands("fp8", n, n, a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn).t(),
                                 "bfloat16", extra=(one, one))
 
-    def matmul(self, ops):
+    def matmul(self, ops: GemmOperands) -> Any:
         torch = self.torch
         with device_errors(RuntimeError):
             if ops.dtype == "fp8":
@@ -83,7 +86,7 @@ class TorchDevice:
                 return torch._scaled_mm(ops.a, ops.b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
             return torch.matmul(ops.a, ops.b)
 
-    def matmul_checked(self, ops, golden, iterations):
+    def matmul_checked(self, ops: GemmOperands, golden: Any, iterations: int) -> tuple[int, int, float]:
         torch = self.torch
         with device_errors(RuntimeError):
             mismatches = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -98,11 +101,11 @@ class TorchDevice:
             seconds = time.perf_counter() - started
         return int(counts[0]), int(counts[1]), seconds
 
-    def to_host(self, array, rows, cols):
+    def to_host(self, array: Any, rows: slice, cols: slice) -> Any:
         with device_errors(RuntimeError):
             return array[rows, cols].to(self.torch.float64).cpu().numpy()
 
-    def checksum(self, array):
+    def checksum(self, array: Any) -> str:
         """The result's bits summed as integers on the device: the same bits give the same sum on
         every GPU (integer addition does not depend on order), a single changed bit changes it."""
         torch = self.torch
@@ -113,12 +116,12 @@ class TorchDevice:
         return f"{plain & 0xFFFFFFFF:08x}{weighted & 0xFFFFFFFF:08x}"
 
     # --- memory test -------------------------------------------------------------------------------
-    def _free_bytes(self):
+    def _free_bytes(self) -> int:
         if self.device.type == "cuda":
             return self.torch.cuda.mem_get_info(self.device)[0]
         return CPU_FREE_BYTES
 
-    def memory_test(self, pattern, fraction, seed):
+    def memory_test(self, pattern: str, fraction: float, seed: int) -> tuple[int, int, int, list[list[int]], float]:
         """One pattern over `fraction` of the free memory, in blocks: (free bytes, tested bytes,
         wrong words, [[first byte, end byte], …] of the tested memory, seconds)."""
         torch = self.torch
@@ -128,7 +131,7 @@ class TorchDevice:
             free = self._free_bytes()
             words = block_bytes // 8
             expected = torch.empty(words, dtype=torch.int64, device=self.device)  # a pass's words for one block
-            blocks = []
+            blocks: list[Any] = []
             while (len(blocks) + 2) * block_bytes <= free * fraction:
                 blocks.append(torch.empty(words, dtype=torch.int64, device=self.device))
             self._synchronize()
@@ -156,7 +159,7 @@ class TorchDevice:
             self.release()
         return free, tested, errors, ranges, seconds
 
-    def _words(self, recipe, block, out, seed):
+    def _words(self, recipe: tuple[str, Any], block: Any, out: Any, seed: int) -> Any:
         torch = self.torch
         kind, arg = recipe
         if kind == "constant":
@@ -170,7 +173,7 @@ class TorchDevice:
         return out.bitwise_not_() if arg else out
 
     # --- copies ----------------------------------------------------------------------------------
-    def _buffer(self, name, nbytes):
+    def _buffer(self, name: str, nbytes: int) -> Any:
         buffer = self._buffers.get(name)
         if buffer is None or buffer.numel() != nbytes:
             self._buffers.pop(name, None)
@@ -179,17 +182,20 @@ class TorchDevice:
             self._buffers[name] = buffer
         return buffer
 
-    def copy(self, nbytes, iterations):
+    def copy(self, nbytes: int, iterations: int) -> float:
         with device_errors(RuntimeError):
-            source, target = self._buffer("source", nbytes), self._buffer("target", nbytes)
-            self._synchronize()
-            started = time.perf_counter()
-            for _ in range(iterations):
-                target.copy_(source, non_blocking=True)
-            self._synchronize()
-            return time.perf_counter() - started
+            return self._timed_copies(self._buffer("source", nbytes), self._buffer("target", nbytes), iterations)
 
-    def peer_copy(self, peer, nbytes, iterations):
+    def _timed_copies(self, source: Any, target: Any, iterations: int) -> float:
+        """Seconds for `iterations` copies of source into target on this device's stream."""
+        self._synchronize()
+        started = time.perf_counter()
+        for _ in range(iterations):
+            target.copy_(source, non_blocking=True)
+        self._synchronize()
+        return time.perf_counter() - started
+
+    def peer_copy(self, peer: TorchDevice, nbytes: int, iterations: int) -> float:
         with device_errors(RuntimeError):
             source, target = self._buffer("source", nbytes), peer._buffer("from_peer", nbytes)
             self._synchronize()
@@ -201,11 +207,28 @@ class TorchDevice:
             peer._synchronize()
             return time.perf_counter() - started
 
-    def _synchronize(self):
+    def host_copy(self, to_device: bool, nbytes: int, iterations: int) -> float:
+        with device_errors(RuntimeError):
+            host = self._buffers.get("host")
+            if host is None or host.numel() != nbytes:
+                host = self.torch.empty(nbytes, dtype=self.torch.uint8, pin_memory=self.device.type == "cuda")
+                host.fill_(0xA5)
+                self._buffers["host"] = host  # page-locked on CUDA, as DCGM's pinned copies
+            device = self._buffer("host_copy", nbytes)
+            return self._timed_copies(*((host, device) if to_device else (device, host)), iterations)
+
+    def _synchronize(self) -> None:
         if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
 
-    def release(self):
+    def release(self) -> None:
         self._buffers.clear()
         if self.device.type == "cuda":
             self.torch.cuda.empty_cache()
+
+
+if TYPE_CHECKING:
+    from probes.compute import ComputeDevice
+
+    def _torch_is_compute_device(device: TorchDevice) -> ComputeDevice:
+        return device  # mypy checks here that TorchDevice implements the whole device protocol

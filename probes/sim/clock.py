@@ -1,14 +1,25 @@
 """Where the simulator's time comes from: the wall clock, or a clock a test moves by hand."""
 
+from __future__ import annotations
+
 import threading
 import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What the probes and the simulator tell time by: WallClock, ManualClock."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
 
 
 class WallClock:
-    def now(self):
+    def now(self) -> float:
         return time.time()
 
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
 
@@ -17,15 +28,15 @@ class ManualClock:
     """Time that moves only when told to (or when the simulator 'sleeps'): tests read counters
     over a ten-minute window without waiting ten minutes."""
 
-    def __init__(self, start=1_767_225_600.0):  # 2026-01-01T00:00:00Z
+    def __init__(self, start: float = 1_767_225_600.0) -> None:  # 2026-01-01T00:00:00Z
         self._now = float(start)
         self._lock = threading.Lock()
 
-    def now(self):
+    def now(self) -> float:
         with self._lock:
             return self._now
 
-    def advance(self, seconds):
+    def advance(self, seconds: float) -> None:
         with self._lock:
             self._now += seconds
 

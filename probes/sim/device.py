@@ -3,9 +3,16 @@ result verification and silent-data-corruption injection are real; the time it t
 modelled from the SKU and the GPU's faults, and spent on the simulator's clock.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from probes.sim import profiles
+from probes.sim import host_link, profiles
+
+if TYPE_CHECKING:
+    from probes.sim.hardware import SimGpu, SimRack
 
 DTYPE_PEAK = {"bf16": "bf16_tflops", "fp8": "fp8_tflops"}
 
@@ -17,36 +24,36 @@ class DeviceLost(RuntimeError):
 class SimComputeDevice:
     """One simulated GPU. `real_n` is the size the arithmetic really runs at."""
 
-    def __init__(self, rack, gpu, real_n=64):
+    def __init__(self, rack: SimRack, gpu: SimGpu, real_n: int = 64) -> None:
         self.rack = rack
         self.gpu = gpu
         self.name = gpu.sku.name
         self.real_n = real_n
         self._sdc_rng = profiles.seeded_random(rack.seed, gpu.id, "sdc")
 
-    def supports(self, dtype):
+    def supports(self, dtype: str) -> bool:
         return dtype in DTYPE_PEAK and getattr(self.gpu.sku, DTYPE_PEAK[dtype]) is not None
 
-    def _check_alive(self):
+    def _check_alive(self) -> None:
         if self.gpu.is_lost(self.rack.now()):
             raise DeviceLost(f"{self.gpu.id}: GPU has fallen off the bus")
         while self.gpu.is_hung(self.rack.now()):
             self.rack.clock.sleep(3600)  # a wedged GPU: the call never comes back
 
-    def tflops_now(self, dtype):
+    def tflops_now(self, dtype: str) -> float:
         """What this GPU achieves on a large GEMM of `dtype` at this moment."""
         return getattr(self.gpu.sku, DTYPE_PEAK[dtype]) * self.gpu.throughput_scale(self.rack.now())
 
-    def gemm_seconds(self, n, dtype):
+    def gemm_seconds(self, n: int, dtype: str) -> float:
         return 2.0 * n**3 / (self.tflops_now(dtype) * 1e12)
 
-    def _spend(self, seconds):
+    def _spend(self, seconds: float) -> None:
         """Hold the GPU busy for `seconds` of simulated time."""
         start = self.rack.now()
         self.gpu.add_load(start, seconds)
         self.rack.clock.sleep(seconds)
 
-    def matmul_batch(self, a, b, iterations, logical_n, dtype):
+    def matmul_batch(self, a: Any, b: Any, iterations: int, logical_n: int, dtype: str) -> tuple[list[Any], float]:
         """Run `iterations` GEMMs of a @ b; return their results and the modelled seconds they
         took as if each were logical_n³. A GPU with silent data corruption returns some results
         with a flipped element, as a bad SM would."""
@@ -59,7 +66,7 @@ class SimComputeDevice:
             where = profiles.seeded_random(self.rack.seed, self.gpu.id, "deterministic_sdc")
             i, j = where.randrange(1, reference.shape[0]), where.randrange(1, reference.shape[1])
             reference[i, j] = reference[i, j] * (1.0 + 2.0**-5) + 0.5
-        results = []
+        results: list[Any] = []
         p = self.gpu.sdc_probability(self.rack.now())
         for _ in range(iterations):
             result = reference.copy()
@@ -72,7 +79,7 @@ class SimComputeDevice:
         self._check_alive()
         return results, seconds
 
-    def copy_seconds(self, nbytes):
+    def copy_seconds(self, nbytes: int) -> float:
         """Device-to-device copy of nbytes (read + written counted, as the reference figures)."""
         self._check_alive()
         gbps = self.gpu.sku.copy_gbps * self.gpu.throughput_scale(self.rack.now())
@@ -80,7 +87,7 @@ class SimComputeDevice:
         self._spend(seconds)
         return seconds
 
-    def peer_copy_seconds(self, peer, nbytes):
+    def peer_copy_seconds(self, peer: SimGpu, nbytes: int) -> float:
         """Copy nbytes to `peer` (a SimGpu) over NVLink: the sum of both ends' live links,
         each limited by its slower side."""
         self._check_alive()
@@ -99,6 +106,14 @@ class SimComputeDevice:
         self._spend(seconds)
         return seconds
 
+    def host_copy_seconds(self, nbytes: int) -> float:
+        """Copy nbytes between pinned host memory and the GPU, one way, over its host link
+        (probes/sim/host_link.py: PCIe as trained, or NVLink-C2C)."""
+        self._check_alive()
+        seconds = nbytes / (host_link.copy_gbps(self.gpu) * 1e9)
+        self._spend(seconds)
+        return seconds
+
     @staticmethod
-    def random_matrix(n, seed):
+    def random_matrix(n: int, seed: int) -> Any:
         return np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)

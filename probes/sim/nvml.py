@@ -10,15 +10,19 @@ NVMLError_NotSupported too (legacy NVLink error counters on Blackwell, the NVLin
 platform info on Hopper, retired pages on both: they use row remapping).
 """
 
+from __future__ import annotations
+
 import ctypes
 import threading
 import types
+from typing import TYPE_CHECKING, Any
 
 import pynvml
 
 from probes.nvlink_ber import encode_ber
-from probes.sim.hardware import FEC_BINS, SimRack
-from probes.sim.nvml_config import SimNvmlConfiguration, ecc_enabled, gpu_effect
+from probes.sim.hardware import FEC_BINS, SimGpu, SimLink, SimRack
+from probes.sim.nvml_config import PCIE_AER_FIELDS, SimNvmlConfiguration, ecc_enabled, gpu_effect
+from probes.sim.spec import RackSpec
 
 # Each simulated SKU's PCI device id (NVIDIA/DCGM nvvs/diag-skus.yaml.in: H100 SXM 2330, H200
 # 2335, B200 2901, GB200 2941).
@@ -72,22 +76,22 @@ _C2C_FIELDS = {pynvml.NVML_FI_DEV_C2C_LINK_COUNT, pynvml.NVML_FI_DEV_C2C_LINK_GE
                pynvml.NVML_FI_DEV_C2C_LINK_ERROR_REPLAY, pynvml.NVML_FI_DEV_C2C_LINK_ERROR_REPLAY_B2B}
 
 
-def _pointee(struct_or_ref):
+def _pointee(struct_or_ref: Any) -> Any:
     """The struct behind byref(struct) — how callers must pass it to the real library."""
     return getattr(struct_or_ref, "_obj", struct_or_ref)
 
 
 class _EventSet:
-    def __init__(self, created_at):
+    def __init__(self, created_at: float) -> None:
         self.created_at = created_at
-        self.registered = {}  # gpu id -> (gpu, handle, registered at, event mask)
-        self.delivered = {}  # gpu id -> number of XID events already returned
+        self.registered: dict[str, tuple[SimGpu, Any, float, int]] = {}  # gpu id -> (gpu, handle, registered at, event mask)
+        self.delivered: dict[str, int] = {}  # gpu id -> number of XID events already returned
 
 
 class SimNvml(SimNvmlConfiguration):
     """pynvml over one tray of a simulated rack (or the whole rack, with tray=None)."""
 
-    def __init__(self, rack, tray=None):
+    def __init__(self, rack: SimRack | RackSpec | dict[str, Any], tray: str | None = None) -> None:
         self._rack = rack if isinstance(rack, SimRack) else SimRack(rack)
         self._gpus = self._rack.gpus(tray)
         self._initialized = 0
@@ -97,25 +101,25 @@ class SimNvml(SimNvmlConfiguration):
         self._structs = [pynvml.struct_c_nvmlDevice_t() for _ in self._gpus]
         self._handles = [ctypes.pointer(s) for s in self._structs]
         self._by_address = {ctypes.addressof(s): gpu for s, gpu in zip(self._structs, self._gpus)}
-        self._event_structs = []
-        self._event_sets = {}
+        self._event_structs: list[Any] = []
+        self._event_sets: dict[int, _EventSet] = {}
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         value = getattr(pynvml, name)  # AttributeError for names pynvml lacks too
         if isinstance(value, types.FunctionType):
             raise AttributeError(f"the simulator does not implement pynvml.{name}")
         return value
 
     @property
-    def rack(self):
+    def rack(self) -> SimRack:
         return self._rack
 
     # --- guards ------------------------------------------------------------------------------
-    def _check_init(self):
+    def _check_init(self) -> None:
         if not self._initialized:
             raise pynvml.NVMLError_Uninitialized()
 
-    def _gpu(self, handle, call):
+    def _gpu(self, handle: Any, call: str) -> tuple[SimGpu, float]:
         self._check_init()
         try:
             gpu = self._by_address[ctypes.addressof(handle.contents)]
@@ -131,43 +135,43 @@ class SimNvml(SimNvmlConfiguration):
             raise pynvml.NVMLError_NotSupported()
         return gpu, t
 
-    def _link(self, gpu, link):
+    def _link(self, gpu: SimGpu, link: int) -> SimLink:
         if not isinstance(link, int) or not 0 <= link < len(gpu.links):
             raise pynvml.NVMLError_InvalidArgument()
         return gpu.links[link]
 
     # --- library and system ------------------------------------------------------------------
-    def nvmlInit(self):
+    def nvmlInit(self) -> None:
         self.nvmlInitWithFlags(0)
 
-    def nvmlInitWithFlags(self, flags):
+    def nvmlInitWithFlags(self, flags: int) -> None:
         with self._lock:
             self._initialized += 1
 
-    def nvmlShutdown(self):
+    def nvmlShutdown(self) -> None:
         with self._lock:
             self._check_init()
             self._initialized -= 1
 
-    def nvmlSystemGetDriverVersion(self):
+    def nvmlSystemGetDriverVersion(self) -> str:
         self._check_init()
         return self._rack.spec.driver_version
 
-    def nvmlSystemGetNVMLVersion(self):
+    def nvmlSystemGetNVMLVersion(self) -> str:
         self._check_init()
         return "13." + self._rack.spec.driver_version
 
-    def nvmlSystemGetCudaDriverVersion(self):
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
         self._check_init()
         return 13000
 
     nvmlSystemGetCudaDriverVersion_v2 = nvmlSystemGetCudaDriverVersion
 
-    def nvmlDeviceGetCount(self):
+    def nvmlDeviceGetCount(self) -> int:
         self._check_init()
         return len(self._gpus)
 
-    def nvmlDeviceGetHandleByIndex(self, index):
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any:
         self._check_init()
         if not isinstance(index, int) or not 0 <= index < len(self._gpus):
             raise pynvml.NVMLError_InvalidArgument()
@@ -175,7 +179,7 @@ class SimNvml(SimNvmlConfiguration):
             raise pynvml.NVMLError_GpuIsLost()  # as the driver answers for a GPU that fell off the bus
         return self._handles[index]
 
-    def nvmlDeviceGetHandleByUUID(self, uuid):
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> Any:
         self._check_init()
         for handle, gpu in zip(self._handles, self._gpus):
             if gpu.spec.uuid == uuid:
@@ -183,27 +187,27 @@ class SimNvml(SimNvmlConfiguration):
         raise pynvml.NVMLError_NotFound()
 
     # --- identity ----------------------------------------------------------------------------
-    def nvmlDeviceGetName(self, handle):
+    def nvmlDeviceGetName(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetName")
         return gpu.sku.name
 
-    def nvmlDeviceGetUUID(self, handle):
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetUUID")
         return gpu.spec.uuid
 
-    def nvmlDeviceGetSerial(self, handle):
+    def nvmlDeviceGetSerial(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetSerial")
         return gpu.spec.serial
 
-    def nvmlDeviceGetIndex(self, handle):
+    def nvmlDeviceGetIndex(self, handle: Any) -> int:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetIndex")
         return self._gpus.index(gpu)
 
-    def nvmlDeviceGetModuleId(self, handle, moduleId=ctypes.c_uint()):
+    def nvmlDeviceGetModuleId(self, handle: Any, moduleId: Any = ctypes.c_uint()) -> int:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetModuleId")
         return gpu.spec.module_id
 
-    def nvmlDeviceGetPciInfo(self, handle):
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetPciInfo")
         info = pynvml.nvmlPciInfo_t()
         info.busId = gpu.spec.pci_bus_id.encode()
@@ -215,26 +219,26 @@ class SimNvml(SimNvmlConfiguration):
 
     nvmlDeviceGetPciInfo_v3 = nvmlDeviceGetPciInfo
 
-    def nvmlDeviceGetVbiosVersion(self, handle):
+    def nvmlDeviceGetVbiosVersion(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetVbiosVersion")
         flashed = gpu_effect(gpu, "firmware")  # a tray flashed with another image (firmware_mismatch)
         if flashed is not None:
             return flashed.get("vbios")
         return "97.00.A5.00.2F" if gpu.sku.nvlink_version >= 5 else "96.00.99.00.01"
 
-    def nvmlDeviceGetInforomImageVersion(self, handle):
+    def nvmlDeviceGetInforomImageVersion(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetInforomImageVersion")
         return "G548.0201.00.06" if gpu.sku.nvlink_version >= 5 else "G520.0200.00.05"
 
-    def nvmlDeviceGetBoardPartNumber(self, handle):
+    def nvmlDeviceGetBoardPartNumber(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetBoardPartNumber")
         return "699-2G548-0201-A00" if gpu.sku.nvlink_version >= 5 else "699-2G530-0200-A00"
 
-    def nvmlDeviceGetCudaComputeCapability(self, handle):
+    def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetCudaComputeCapability")
         return gpu.sku.compute_capability
 
-    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+    def nvmlDeviceGetMemoryInfo(self, handle: Any, version: Any = None) -> Any:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
         memory = pynvml.c_nvmlMemory_t()
         memory.total = gpu.sku.memory_bytes
@@ -242,7 +246,7 @@ class SimNvml(SimNvmlConfiguration):
         memory.free = memory.total - memory.used
         return memory
 
-    def nvmlDeviceGetPlatformInfo(self, device, platformInfo):
+    def nvmlDeviceGetPlatformInfo(self, device: Any, platformInfo: Any) -> int:
         gpu, _ = self._gpu(device, "nvmlDeviceGetPlatformInfo")
         platformInfo = _pointee(platformInfo)
         if not gpu.sku.platform_info:
@@ -264,16 +268,16 @@ class SimNvml(SimNvmlConfiguration):
         return pynvml.NVML_SUCCESS
 
     # --- NVLink --------------------------------------------------------------------------------
-    def nvmlDeviceGetNvLinkState(self, device, link):
+    def nvmlDeviceGetNvLinkState(self, device: Any, link: int) -> int:
         gpu, t = self._gpu(device, "nvmlDeviceGetNvLinkState")
         return pynvml.NVML_FEATURE_ENABLED if self._link(gpu, link).is_up(t) else pynvml.NVML_FEATURE_DISABLED
 
-    def nvmlDeviceGetNvLinkVersion(self, device, link):
+    def nvmlDeviceGetNvLinkVersion(self, device: Any, link: int) -> int:
         gpu, _ = self._gpu(device, "nvmlDeviceGetNvLinkVersion")
         self._link(gpu, link)
         return gpu.sku.nvlink_version
 
-    def nvmlDeviceGetNvLinkErrorCounter(self, device, link, counter):
+    def nvmlDeviceGetNvLinkErrorCounter(self, device: Any, link: int, counter: int) -> int:
         gpu, t = self._gpu(device, "nvmlDeviceGetNvLinkErrorCounter")
         sim_link = self._link(gpu, link)
         if gpu.sku.nvlink5_fields:
@@ -284,7 +288,7 @@ class SimNvml(SimNvmlConfiguration):
             return 0
         raise pynvml.NVMLError_InvalidArgument()
 
-    def nvmlDeviceGetNvLinkRemotePciInfo(self, device, link):
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: Any, link: int) -> Any:
         gpu, _ = self._gpu(device, "nvmlDeviceGetNvLinkRemotePciInfo")
         spec = self._link(gpu, link).spec
         chip = int("".join(ch for ch in spec.remote_switch.rsplit("/", 1)[-1] if ch.isdigit()) or 0)
@@ -297,17 +301,17 @@ class SimNvml(SimNvmlConfiguration):
         info.bus = (tray_number * 16 + chip) & 0xFF
         return info
 
-    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle, link):
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: Any, link: int) -> int:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetNvLinkRemoteDeviceType")
         self._link(gpu, link)
         return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH
 
-    def nvmlDeviceGetFieldValues(self, handle, fieldIds):
+    def nvmlDeviceGetFieldValues(self, handle: Any, fieldIds: list[Any]) -> Any:
         gpu, t = self._gpu(handle, "nvmlDeviceGetFieldValues")
         values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
         timestamp = int(self._rack.clock.now() * 1e6)
         unsupported = gpu.unsupported_fields()
-        fec = {}  # port -> its FEC histogram at t: one computation for the call's 16 bins
+        fec: dict[int, list[int]] = {}  # port -> its FEC histogram at t: one computation for the call's 16 bins
         for i, field_id in enumerate(fieldIds):
             try:
                 fid, scope = field_id
@@ -333,7 +337,7 @@ class SimNvml(SimNvmlConfiguration):
                 value.value.ullVal = number
         return values
 
-    def _field(self, gpu, fid, scope, t, fec):
+    def _field(self, gpu: SimGpu, fid: int, scope: int, t: float, fec: dict[int, list[int]]) -> tuple[int, Any]:
         ull = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
         if fid == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, len(gpu.links)
@@ -355,6 +359,8 @@ class SimNvml(SimNvmlConfiguration):
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, gpu.memory_temperature_c(t)
         if fid == pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, RECOVERY_ACTION_CODES[gpu.recovery_action(t)]
+        if fid in PCIE_AER_FIELDS:
+            return self._pcie_aer_field(gpu, fid, t)
         link = self._link(gpu, scope)
         if fid == pynvml.NVML_FI_DEV_NVLINK_GET_STATE:
             state = pynvml.NVML_NVLINK_STATE_ACTIVE if link.is_up(t) else pynvml.NVML_NVLINK_STATE_INACTIVE
@@ -402,7 +408,7 @@ class SimNvml(SimNvmlConfiguration):
         return ull, fec[scope][fid - pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0]
 
     @staticmethod
-    def _c2c_field(gpu, fid, scope):
+    def _c2c_field(gpu: SimGpu, fid: int, scope: int) -> tuple[int, int]:
         """NVLink-C2C (GB200): every link active unless a `c2c_link_down` fault took it down."""
         uint = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
         if gpu.sku.c2c_links == 0:
@@ -419,7 +425,7 @@ class SimNvml(SimNvmlConfiguration):
         return pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, 0  # the error counters: no rate is modelled
 
     # --- memory errors -------------------------------------------------------------------------
-    def nvmlDeviceGetTotalEccErrors(self, handle, errorType, counterType):
+    def nvmlDeviceGetTotalEccErrors(self, handle: Any, errorType: int, counterType: int) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetTotalEccErrors")
         if not ecc_enabled(gpu):
             raise pynvml.NVMLError_NotSupported()  # no ECC counts with ECC turned off
@@ -431,27 +437,27 @@ class SimNvml(SimNvmlConfiguration):
             return uncorrected
         raise pynvml.NVMLError_InvalidArgument()
 
-    def nvmlDeviceGetRemappedRows(self, device):
+    def nvmlDeviceGetRemappedRows(self, device: Any) -> tuple[int, int, int, int]:
         gpu, t = self._gpu(device, "nvmlDeviceGetRemappedRows")
         return gpu.remapped_rows(t)
 
-    def nvmlDeviceGetRetiredPages(self, device, sourceFilter):
+    def nvmlDeviceGetRetiredPages(self, device: Any, sourceFilter: int) -> list[int]:
         self._gpu(device, "nvmlDeviceGetRetiredPages")
         raise pynvml.NVMLError_NotSupported()  # Hopper and Blackwell remap rows instead
 
-    def nvmlDeviceGetRetiredPagesPendingStatus(self, device):
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, device: Any) -> int:
         self._gpu(device, "nvmlDeviceGetRetiredPagesPendingStatus")
         raise pynvml.NVMLError_NotSupported()
 
     # --- clocks, power, temperature, throttling ------------------------------------------------
-    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetCurrentClocksEventReasons")
         reasons = 0 if gpu.is_busy(t) else pynvml.nvmlClocksEventReasonGpuIdle
         for effect in gpu.active_throttles(t):
             reasons |= _THROTTLE_BITS[effect.get("reason", "thermal")]
         return reasons
 
-    def nvmlDeviceGetViolationStatus(self, device, perfPolicyType):
+    def nvmlDeviceGetViolationStatus(self, device: Any, perfPolicyType: int) -> Any:
         gpu, t = self._gpu(device, "nvmlDeviceGetViolationStatus")
         wanted = {
             pynvml.NVML_PERF_POLICY_THERMAL: ("thermal",),
@@ -465,25 +471,25 @@ class SimNvml(SimNvmlConfiguration):
         status.violationTime = int(seconds * 1e9)
         return status
 
-    def nvmlDeviceGetPowerUsage(self, handle):
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetPowerUsage")
         return int(gpu.power_w(t) * 1000)
 
-    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetTotalEnergyConsumption")
         return gpu.energy_mj(t)
 
-    def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any) -> int:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetEnforcedPowerLimit")
         return int(gpu.sku.tdp_w * 1000)
 
-    def nvmlDeviceGetTemperature(self, handle, sensor):
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetTemperature")
         if sensor != pynvml.NVML_TEMPERATURE_GPU:
             raise pynvml.NVMLError_NotSupported()
         return gpu.temperature_c(t)
 
-    def nvmlDeviceGetTemperatureV(self, handle, sensor, version=pynvml.nvmlTemperature_v1):
+    def nvmlDeviceGetTemperatureV(self, handle: Any, sensor: int, version: int = pynvml.nvmlTemperature_v1) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetTemperatureV")
         if version != pynvml.nvmlTemperature_v1:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
@@ -491,11 +497,11 @@ class SimNvml(SimNvmlConfiguration):
             raise pynvml.NVMLError_NotSupported()
         return gpu.temperature_c(t)
 
-    def nvmlDeviceGetMarginTemperature(self, handle):
+    def nvmlDeviceGetMarginTemperature(self, handle: Any) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetMarginTemperature")
         return gpu.thermal_margin_c(t)
 
-    def nvmlDeviceGetTemperatureThreshold(self, handle, threshold):
+    def nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: int) -> int:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetTemperatureThreshold")
         limits = {pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: gpu.sku.slowdown_c,
                   pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: gpu.sku.memory_slowdown_c}
@@ -503,7 +509,7 @@ class SimNvml(SimNvmlConfiguration):
             raise pynvml.NVMLError_NotSupported()
         return int(limits[threshold])
 
-    def nvmlDeviceGetClockInfo(self, handle, type):  # noqa: A002 - pynvml's parameter name
+    def nvmlDeviceGetClockInfo(self, handle: Any, type: int) -> int:  # noqa: A002 - pynvml's parameter name
         gpu, t = self._gpu(handle, "nvmlDeviceGetClockInfo")
         if type == pynvml.NVML_CLOCK_SM:
             return gpu.sm_clock_mhz(t)
@@ -511,7 +517,7 @@ class SimNvml(SimNvmlConfiguration):
             return gpu.sku.mem_clock_mhz
         raise pynvml.NVMLError_NotSupported()
 
-    def nvmlDeviceGetMaxClockInfo(self, handle, type):  # noqa: A002
+    def nvmlDeviceGetMaxClockInfo(self, handle: Any, type: int) -> int:  # noqa: A002
         gpu, _ = self._gpu(handle, "nvmlDeviceGetMaxClockInfo")
         if type == pynvml.NVML_CLOCK_SM:
             return gpu.sku.sm_clock_max_mhz
@@ -520,7 +526,7 @@ class SimNvml(SimNvmlConfiguration):
         raise pynvml.NVMLError_NotSupported()
 
     # --- fabric -----------------------------------------------------------------------------------
-    def nvmlDeviceGetGpuFabricInfoV(self, device, gpuFabricInfo):
+    def nvmlDeviceGetGpuFabricInfoV(self, device: Any, gpuFabricInfo: Any) -> int:
         gpu, t = self._gpu(device, "nvmlDeviceGetGpuFabricInfoV")
         gpuFabricInfo = _pointee(gpuFabricInfo)
         state, flags = gpu.fabric(t)
@@ -552,7 +558,7 @@ class SimNvml(SimNvmlConfiguration):
         return pynvml.NVML_SUCCESS
 
     # --- XID events -------------------------------------------------------------------------------
-    def nvmlEventSetCreate(self):
+    def nvmlEventSetCreate(self) -> Any:
         self._check_init()
         with self._lock:
             struct = pynvml.struct_c_nvmlEventSet_t()
@@ -560,18 +566,18 @@ class SimNvml(SimNvmlConfiguration):
             self._event_sets[ctypes.addressof(struct)] = _EventSet(self._rack.now())
             return ctypes.pointer(struct)
 
-    def _event_set(self, eventSet):
+    def _event_set(self, eventSet: Any) -> _EventSet:
         self._check_init()
         try:
             return self._event_sets[ctypes.addressof(eventSet.contents)]
         except (KeyError, AttributeError, ValueError, TypeError):
             raise pynvml.NVMLError_InvalidArgument() from None
 
-    def nvmlDeviceGetSupportedEventTypes(self, handle):
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int:
         self._gpu(handle, "nvmlDeviceGetSupportedEventTypes")
         return pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeDoubleBitEccError
 
-    def nvmlDeviceRegisterEvents(self, handle, eventTypes, eventSet):
+    def nvmlDeviceRegisterEvents(self, handle: Any, eventTypes: int, eventSet: Any) -> None:
         gpu, t = self._gpu(handle, "nvmlDeviceRegisterEvents")
         events = self._event_set(eventSet)
         with self._lock:
@@ -579,10 +585,10 @@ class SimNvml(SimNvmlConfiguration):
             events.registered[gpu.id] = (gpu, handle, t, eventTypes)
             events.delivered[gpu.id] = already  # only XIDs logged after registration arrive
 
-    def nvmlEventSetWait(self, eventSet, timeoutms):
+    def nvmlEventSetWait(self, eventSet: Any, timeoutms: int) -> Any:
         return self.nvmlEventSetWait_v2(eventSet, timeoutms)
 
-    def nvmlEventSetWait_v2(self, eventSet, timeoutms):
+    def nvmlEventSetWait_v2(self, eventSet: Any, timeoutms: int) -> Any:
         events = self._event_set(eventSet)
         deadline = self._rack.now() + timeoutms / 1000.0
         reached = self._rack.now()
@@ -601,7 +607,7 @@ class SimNvml(SimNvmlConfiguration):
             # it, and a simulated clock far from zero cannot move by an ulp of the difference.
             reached = max(self._rack.now(), upcoming)
 
-    def _next_event(self, events, now):
+    def _next_event(self, events: _EventSet, now: float) -> Any:
         best = None
         for gpu_id, (gpu, handle, _, mask) in events.registered.items():
             if not mask & pynvml.nvmlEventTypeXidCriticalError:
@@ -619,7 +625,7 @@ class SimNvml(SimNvmlConfiguration):
         data.eventData = xid
         return data
 
-    def _next_event_time(self, events, deadline):
+    def _next_event_time(self, events: _EventSet, deadline: float) -> float | None:
         times = []
         for gpu_id, (gpu, _, _, _) in events.registered.items():
             event = gpu.xid_at(events.delivered[gpu_id], deadline)
@@ -627,7 +633,14 @@ class SimNvml(SimNvmlConfiguration):
                 times.append(event[0])
         return min(times) if times else None
 
-    def nvmlEventSetFree(self, eventSet):
+    def nvmlEventSetFree(self, eventSet: Any) -> None:
         events = self._event_set(eventSet)
         with self._lock:
             self._event_sets = {k: v for k, v in self._event_sets.items() if v is not events}
+
+
+if TYPE_CHECKING:
+    from probes.nvml_library import NvmlLibrary
+
+    def _sim_is_nvml_library(sim: SimNvml) -> NvmlLibrary:
+        return sim  # mypy checks here that SimNvml answers the whole NVML seam

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class SkuModel:
     name: str  # what nvmlDeviceGetName reports
-    compute_capability: tuple
+    compute_capability: tuple[int, int]
     bf16_tflops: float  # achieved, sustained, healthy
     fp8_tflops: float | None  # None: no fp8
     copy_gbps: float  # device-to-device copy, bytes read + written per second / 1e9

@@ -7,6 +7,10 @@ judged by the criteria all the same, and every report says it is a trial, not an
 them. A trial is not recorded in the ledger, where a passing acceptance hands the rack over.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from opsctl.acceptance.criteria import load_criteria
@@ -15,6 +19,9 @@ from opsctl.burnin.session import make_plan
 from opsctl.cli.commands.burnin import reject_with_resume, rack_run_options, run_rack_command
 from opsctl.input_checks import seconds
 from opsctl.runs import RunDirectory
+
+if TYPE_CHECKING:
+    from opsctl.burnin.session import Plan
 
 NOT_RECORDED = ("opsctl: note: a trial acceptance ({used:g} s of load per tray, not the criteria's {wanted:g} s) is not "
                 "recorded in the ledger, where a passing acceptance would hand the rack over; "
@@ -29,18 +36,19 @@ NOT_RECORDED = ("opsctl: note: a trial acceptance ({used:g} s of load per tray, 
               help="A trial: seconds of load on each tray instead of the criteria's duration_s. The reports say "
                    "plainly it is not an acceptance by the criteria; it is not recorded in the ledger.")
 @click.pass_context
-def command(ctx, rack, out, resume, concurrency, connect_timeout, accept_new_host_keys, as_json, record, db, criteria_file,
-            duration):
+def command(ctx: click.Context, rack: str | None, out: str | None, resume: str | None, concurrency: int,
+            connect_timeout: float, accept_new_host_keys: bool, as_json: bool, record: bool, db: str | None,
+            criteria_file: str | None, duration: float | None) -> None:
     """Acceptance before handover: burn the rack in for the criteria's duration and judge it by
     the criteria; exit 0 accepted, 1 rejected (what failed is named), 3 incomplete."""
     reject_with_resume(resume, criteria=criteria_file, duration=duration)
     used, wanted = _durations(resume, duration, criteria_file)
-    trial = trial_fields("accept", used, wanted)["trial"] if used is not None else False
+    trial = trial_fields("accept", used, wanted)["trial"] if used is not None and wanted is not None else False
     note = NOT_RECORDED.format(used=used, wanted=wanted) if trial and record else None
     if note and resume:
         click.echo(note, err=True)
 
-    def new_plan():
+    def new_plan() -> Plan:
         made = make_plan("accept", criteria_file=criteria_file, duration_s=duration, concurrency=concurrency,
                          connect_timeout_s=connect_timeout, accept_new_host_keys=accept_new_host_keys)
         if note:  # said once the rack and the plan are known good: bad input stays one line
@@ -50,13 +58,13 @@ def command(ctx, rack, out, resume, concurrency, connect_timeout, accept_new_hos
     run_rack_command(ctx, "accept", rack, resume, out, as_json, new_plan, record and not trial, db)
 
 
-def _durations(resume, duration, criteria_file):
+def _durations(resume: str | None, duration: float | None, criteria_file: str | None) -> tuple[float | None, float | None]:
     """(seconds of load per tray, the criteria's duration_s) of this acceptance; (None, None)
     when it runs for the criteria's duration, or when the run resumed is no acceptance (which
     run_rack_command refuses)."""
     if resume:  # read, not resumed: run_rack_command takes the run
         meta = RunDirectory.open(resume).meta
-        plan = meta.get("plan") if isinstance(meta.get("plan"), dict) else {}
+        plan = meta["plan"] if isinstance(meta.get("plan"), dict) else {}
         if plan.get("kind") != "accept" or not isinstance(plan.get("duration_s"), (int, float)):
             return None, None
         return plan["duration_s"], (meta.get("criteria") or {}).get("duration_s", plan["duration_s"])

@@ -4,8 +4,13 @@ Also the flow `opsctl accept` shares (accept.py): the fan-out options, starting 
 a run, the live progress, and the verdict's exit code.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import signal
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
@@ -22,15 +27,20 @@ from opsctl.inventory import load_inventory
 from opsctl.ledger import record_burnin
 from opsctl.reports import print_summary
 
+if TYPE_CHECKING:
+    from click.decorators import FC
+
+    from opsctl.burnin.session import Plan
+
 DEFAULT_DURATION_S = 20.0  # a quick burn-in; acceptance runs take the criteria's duration (900 s)
 
 
-def _remember(ctx, param, value):
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     ctx.ensure_object(dict)[param.name] = value
     return value
 
 
-def rack_run_options(command):
+def rack_run_options(command: FC) -> FC:
     """Options of every command that runs the probes on a rack's trays."""
     for option in reversed([
         click.argument("rack", required=False),
@@ -53,7 +63,8 @@ def rack_run_options(command):
     return recording_options(reach_options(command))
 
 
-def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=True, db=None):
+def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: str | None, out: str | None, as_json: bool,
+                     new_plan: Callable[[], Plan], record: bool = True, db: str | None = None) -> NoReturn:
     """Start (or resume) a run, show its progress, print the verdict, record it in the ledger;
     exit with the verdict's code."""
     via, drain, dry_run = ctx.obj.get("via"), ctx.obj.get("drain"), ctx.obj.get("dry_run")
@@ -71,18 +82,18 @@ def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=Tru
         if rack and rack != meta["rack"]:
             raise InputError(f"{run.path} is a run of rack {meta['rack']}, not {rack}")
         inventory = ctx.find_root().obj.get("inventory") or meta.get("inventory")
-        rack = load_inventory(inventory).rack(meta["rack"])
+        chosen = load_inventory(inventory).rack(meta["rack"])
     else:
         if not rack:
             raise click.UsageError("Missing argument 'RACK' (or --resume RUN).")
-        rack = rack_from(ctx, rack)
+        chosen = rack_from(ctx, rack)
         plan = new_plan()
         if via:
             plan = dataclasses.replace(plan, via=via)
-        run = start_run(rack, plan, out)
+        run = start_run(chosen, plan, out)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` or a service stop ends the run as Ctrl-C does
     try:
-        judgment, summary = execute(rack, run, plan, progress_console=Console(stderr=True, highlight=False))
+        judgment, summary = execute(chosen, run, plan, progress_console=Console(stderr=True, highlight=False))
     finally:
         signal.signal(signal.SIGTERM, previous)
     if as_json:
@@ -93,16 +104,16 @@ def run_rack_command(ctx, kind, rack, resume, out, as_json, new_plan, record=Tru
         record_in_ledger(ctx, record_burnin, summary, db, f"opsctl ledger record-burnin {run.path}")
     if drain:
         actions = {s["component"]: s.get("repair") for s in summary.get("suspects", [])}
-        contain(ctx, rack, [(part, actions.get(part)) for part in summary.get("failing_parts", [])], record=record,
+        contain(ctx, chosen, [(part, actions.get(part)) for part in summary.get("failing_parts", [])], record=record,
                 db=db, dry_run=dry_run, to_stderr=as_json)
     ctx.exit(summary["exit_code"])  # an interrupted run is incomplete (exit 3), whatever it found
 
 
-def _interrupt(signum, frame):
+def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
-def reject_with_resume(resume, **given):
+def reject_with_resume(resume: str | None, **given: object) -> None:
     named = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if resume and named:
         raise InputError(f"{', '.join(named)} cannot change a resumed run: it keeps the options it started with")
@@ -118,8 +129,9 @@ def reject_with_resume(resume, **given):
               "(the rack's NVLink domain as one NCCL job, after IMEX and the fabric are checked); default: the tray "
               "probes of the default criteria, without collective.")
 @click.pass_context
-def command(ctx, rack, out, resume, concurrency, connect_timeout, accept_new_host_keys, as_json, record, db, duration,
-            run_timeout, probes):
+def command(ctx: click.Context, rack: str | None, out: str | None, resume: str | None, concurrency: int,
+            connect_timeout: float, accept_new_host_keys: bool, as_json: bool, record: bool, db: str | None,
+            duration: float | None, run_timeout: float | None, probes: str | None) -> None:
     """Burn in a rack: GEMM, memory and NVLink load with every counter read before and after, on
     all trays at once; the verdict names every failing GPU, link and part (exit 1), or says
     which trays did not report (exit 3)."""

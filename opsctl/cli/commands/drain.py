@@ -6,7 +6,11 @@ Also what `resume`, and the --drain of triage, burnin and accept, share: finding
 rack and nodes, printing what was done, and recording it in the ledger.
 """
 
+from __future__ import annotations
+
 import getpass
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -24,23 +28,28 @@ from opsctl.slurm import drain_parts, nodes_of_part
 from opsctl.slurm.containment import LEFT
 from opsctl.slurm.scontrol import shown
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack
+    from opsctl.mttr import MttrModel
+    from opsctl.slurm.containment import Containment
+
 dry_run_option = click.option("--dry-run", is_flag=True,
                               help="Say what would change and print the exact scontrol commands; run none.")
 
 
-def who():
+def who() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
 
 
-def rack_and_target(ctx, target):
+def rack_and_target(ctx: click.Context, target: str) -> tuple[Rack, str]:
     """(the rack, the part id or the rack's name) of a PART|RACK argument."""
     return rack_from(ctx, target.split("/", 1)[0]), target.rstrip("/")
 
 
-def open_incidents(db, parts):
+def open_incidents(db: str | None, parts: Iterable[str]) -> dict[str, str | None]:
     """{part: its open incident's key} from the ledger; {} when there is no ledger to read."""
     try:
         with open_ledger(db, read_only=True) as ledger:
@@ -49,7 +58,8 @@ def open_incidents(db, parts):
         return {}
 
 
-def contain(ctx, rack, parts, *, mttr=None, record=True, db=None, dry_run=False, to_stderr=False):
+def contain(ctx: click.Context, rack: Rack, parts: Iterable[tuple[str, str | None]], *, mttr: MttrModel | None = None,
+            record: bool = True, db: str | None = None, dry_run: bool = False, to_stderr: bool = False) -> Containment:
     """Drain the nodes of `parts` — (part id, repair action or None) — on `rack`; print each
     node's outcome, record the drains; returns the Containment."""
     mttr = mttr or load_mttr_model()
@@ -61,7 +71,8 @@ def contain(ctx, rack, parts, *, mttr=None, record=True, db=None, dry_run=False,
     return containment
 
 
-def report(ctx, containment, rack, record, db, to_stderr=False):
+def report(ctx: click.Context, containment: Containment, rack: Rack, record: bool, db: str | None,
+           to_stderr: bool = False) -> None:
     """Print what happened to each node (and the commands), record it unless a dry run."""
     out = Console(stderr=True, highlight=False, soft_wrap=True) if to_stderr else console()
     verb = "would run" if containment.dry_run else "ran"
@@ -93,7 +104,8 @@ def report(ctx, containment, rack, record, db, to_stderr=False):
 @recording_options
 @json_option
 @click.pass_context
-def command(ctx, target, action, incident, mttr_config, dry_run, record, db, as_json):
+def command(ctx: click.Context, target: str, action: str | None, incident: str | None, mttr_config: str | None,
+            dry_run: bool, record: bool, db: str | None, as_json: bool) -> int:
     """Drain the Slurm nodes PART's repair takes out of service (a GPU or compute-tray part: its
     tray's node; a switch tray, cartridge or the RACK: every compute tray of the rack). A node
     someone else drained is left drained, and said. Exit 0 when every node is out of service,

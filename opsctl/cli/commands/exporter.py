@@ -6,11 +6,15 @@ This command builds what reads the hardware — pynvml on a tray of real GPUs, t
 which cannot tell them apart.
 """
 
+from __future__ import annotations
+
 import logging
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +28,10 @@ from opsctl.errors import InputError
 from opsctl.runs.atomic_file import write_bytes_atomic
 from opsctl.input_checks import seconds
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack
+    from opsctl.topology.graph import Topology
+
 
 @click.group("exporter", invoke_without_command=True)
 @inventory_option
@@ -36,15 +44,16 @@ from opsctl.input_checks import seconds
 @click.option("--burnin-result", type=click.Path(), help="The tray probe's run document, or a directory of them (docs/probe-output.md).")
 @json_option
 @click.pass_context
-def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result, as_json):
+def command(ctx: click.Context, rack: str | None, tray: str | None, listen: str, port: int, interval: float,
+            stale_after: float | None, burnin_result: str | None, as_json: bool) -> int | None:
     """Serve Prometheus metrics of this tray's GPUs (or of a simulated rack) on /metrics."""
     if ctx.invoked_subcommand is not None:
-        return
+        return None
     if stale_after is not None and stale_after <= interval:
         raise InputError(f"--stale-after ({stale_after} s) must be longer than --interval ({interval} s): "
                          "every GPU would show stale between two reads")
-    rack, trays = _rack_and_trays(ctx, rack, tray)
-    pollers, backend = pollers_for(rack, trays, interval, stale_after)
+    chosen, trays = _rack_and_trays(ctx, rack, tray)
+    pollers, backend = pollers_for(chosen, trays, interval, stale_after)
     exporter = Exporter(pollers, listen=listen, port=port, burnin_path=burnin_result, refresh_s=interval)
     _log_to_stderr()
     try:
@@ -56,7 +65,7 @@ def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result,
         "url": f"http://{shown_host}:{exporter.port}/metrics",
         "listen": listen,
         "port": exporter.port,
-        "rack": rack.name,
+        "rack": chosen.name,
         "backend": backend,
         "trays": [p.tray for p in pollers],
         "down_trays": {p.tray: p.down_reason for p in pollers if p.down_reason},
@@ -67,7 +76,7 @@ def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result,
     if as_json:
         print_json(document)
     else:
-        click.echo(f"opsctl exporter: {rack.name} ({backend}, {len(pollers)} tray(s)) on {document['url']}; Ctrl-C stops")
+        click.echo(f"opsctl exporter: {chosen.name} ({backend}, {len(pollers)} tray(s)) on {document['url']}; Ctrl-C stops")
     sys.stdout.flush()
     signal.signal(signal.SIGTERM, lambda *_: exporter.stop())
     try:
@@ -84,9 +93,9 @@ def command(ctx, rack, tray, listen, port, interval, stale_after, burnin_result,
 @click.option("-o", "--output", "directory", required=True, type=click.Path(file_okay=False), help="Directory to write the rule files into.")
 @click.option("--runbook-base", help="Where runbooks/ lives for your operators, e.g. https://git.example.com/ops/opsctl/blob/main.")
 @json_option
-def rules(directory, runbook_base, as_json):
+def rules(directory: str, runbook_base: str | None, as_json: bool) -> None:
     """Write the alert rule files, with runbook links under --runbook-base."""
-    written = []
+    written: list[Path] = []
     try:
         Path(directory).mkdir(parents=True, exist_ok=True)
         for name, text in rule_file_texts(runbook_base):  # each replaced whole, or left as it was
@@ -101,7 +110,7 @@ def rules(directory, runbook_base, as_json):
             click.echo(str(path))
 
 
-def _rack_and_trays(ctx, rack_name, tray):
+def _rack_and_trays(ctx: click.Context, rack_name: str | None, tray: str | None) -> tuple[Rack, list[str]]:
     """The rack and the compute trays to serve."""
     if rack_name:
         rack = rack_from(ctx, rack_name)
@@ -117,7 +126,7 @@ def _rack_and_trays(ctx, rack_name, tray):
     return rack, [tray]
 
 
-def _this_host(ctx, tray, only_rack=None):
+def _this_host(ctx: click.Context, tray: str | None, only_rack: Rack | None = None) -> tuple[Rack, str]:
     """The rack and tray whose inventory host is this machine."""
     names = {socket.gethostname(), socket.gethostname().split(".")[0], socket.getfqdn()}
     inventory = inventory_from(ctx)
@@ -131,7 +140,8 @@ def _this_host(ctx, tray, only_rack=None):
                      "say --rack RACK --tray TRAY (`--rack rack07` serves the built-in simulated rack)")
 
 
-def pollers_for(rack, trays, interval=10.0, stale_after=None):
+def pollers_for(rack: Rack, trays: Sequence[str], interval: float = 10.0,
+                stale_after: float | None = None) -> tuple[list[TrayPoller], str]:
     """The TrayPollers of `trays` of `rack`, over what reads each tray's GPUs (opsctl.backend
     chooses: the simulator or pynvml); and which of the two."""
     topology = topology_for(rack)
@@ -143,10 +153,10 @@ def pollers_for(rack, trays, interval=10.0, stale_after=None):
     return pollers, backend
 
 
-def _switch_chips(rack, topology):
+def _switch_chips(rack: Rack, topology: Topology) -> dict[str, dict[tuple[int, int], str]]:
     """tray -> {(gpu index on the tray, port): switch chip id} from the rack's cabling."""
     model = rack.model
-    chips = {}
+    chips: dict[str, dict[tuple[int, int], str]] = {}
     for rack_index in range(model.gpus):
         tray = model.gpu_tray(rack_index)
         local = rack_index % model.gpus_per_tray
@@ -156,7 +166,7 @@ def _switch_chips(rack, topology):
     return chips
 
 
-def _log_to_stderr():
+def _log_to_stderr() -> None:
     logger = logging.getLogger("opsctl.exporter")
     if not logger.handlers:
         handler = logging.StreamHandler()

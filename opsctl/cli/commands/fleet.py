@@ -2,6 +2,8 @@
 — which rack and tray each inventory host is, and the probe command each tray of a fleet run
 runs — so that the playbooks never re-derive what opsctl's inventory and burn-in already know."""
 
+from __future__ import annotations
+
 import shlex
 
 import click
@@ -18,7 +20,7 @@ racks_option = click.option("--racks", default="all", show_default=True,
 
 
 @click.group("fleet")
-def command():
+def command() -> None:
     """Plan fleet runs that Ansible carries out (ansible/burnin.yml); judge them with `opsctl report`."""
 
 
@@ -27,7 +29,7 @@ def command():
 @racks_option
 @json_option
 @click.pass_context
-def trays(ctx, racks, as_json):
+def trays(ctx: click.Context, racks: str, as_json: bool) -> None:
     """Which rack and tray each Ansible host of the inventory is."""
     inventory = inventory_from(ctx)
     table = tray_table(chosen_racks(inventory, racks))
@@ -56,7 +58,8 @@ def trays(ctx, racks, as_json):
               help="Acceptance criteria YAML, with --kind accept (default: opsctl's).")
 @json_option
 @click.pass_context
-def plan(ctx, run_dir, racks, kind, duration, run_timeout, criteria_file, as_json):
+def plan(ctx: click.Context, run_dir: str, racks: str, kind: str, duration: float | None, run_timeout: float | None,
+         criteria_file: str | None, as_json: bool) -> None:
     """Make a fleet run folder and print each tray's probe command; Ansible runs them and
     fetches the results there, and `opsctl report RUN_DIR` judges them."""
     from opsctl.cli.commands.burnin import DEFAULT_DURATION_S

@@ -8,11 +8,14 @@ failing checks as the reason; once healthy again it resumes the node — only if
 it for this health check, never a drain someone else (or another opsctl fault) set.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import socket
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,11 +26,14 @@ from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, IncompleteError
 from opsctl.slurm.containment import drain_parts, resume_parts
 from opsctl.slurm.scope import PartScope
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack, Tray
+
 HEALTH_ACTION = "health_check"  # the action a health drain's reason names (not a repair: the check failed)
 DEFAULT_WINDOW_S = 1.0
 
 
-def find_tray(ctx, wanted):
+def find_tray(ctx: click.Context, wanted: str | None) -> tuple[Rack, Tray]:
     """(rack, tray) for TRAY (rack07/ct17), else the inventory tray this machine is: the Slurm
     node slurmd runs the check for ($SLURMD_NODENAME), else this host's name."""
     inventory = inventory_from(ctx)
@@ -38,7 +44,8 @@ def find_tray(ctx, wanted):
             return rack, rack.tray(tray_name)
         except KeyError:
             raise InputError(f"{wanted}: rack {rack_name} has no tray {tray_name!r} in {inventory.source}") from None
-    names = {os.environ.get("SLURMD_NODENAME"), socket.gethostname(), socket.gethostname().split(".")[0]} - {None, ""}
+    names = {name for name in (os.environ.get("SLURMD_NODENAME"), socket.gethostname(), socket.gethostname().split(".")[0])
+             if name}
     for rack in inventory.racks.values():
         for tray in rack.trays:
             if tray.slurm_node in names or tray.host in names:
@@ -47,7 +54,7 @@ def find_tray(ctx, wanted):
                      "e.g. opsctl health rack07/ct03")
 
 
-def judge_tray(rack, tray, window_s):
+def judge_tray(rack: Rack, tray: Tray, window_s: float) -> tuple[dict[str, Any], int]:
     """The probe's run document and exit code for the tray: NVML counters alone, no load."""
     from probes.backend import BackendError, open_backend
     from probes.run import RunOptions, TrayRun
@@ -69,12 +76,12 @@ def judge_tray(rack, tray, window_s):
             backend.close()
 
 
-def failing_checks(document):
+def failing_checks(document: dict[str, Any]) -> list[dict[str, Any]]:
     every = document["checks"] + [c for gpu in document["gpus"] for c in gpu["checks"]]
     return [c for c in every if c["verdict"] in ("fail", "incomplete")]
 
 
-def failed_words(failing):
+def failed_words(failing: list[dict[str, Any]]) -> str:
     """What failed, for the drain reason: `gpu1:memory.remapped_rows,…` (sinfo shows the reason)."""
     return ",".join(dict.fromkeys(f"{c['component']}:{c['check']}" for c in failing)) or "incomplete"
 
@@ -89,29 +96,29 @@ def failed_words(failing):
                    "only if this health check drained it.")
 @json_option
 @click.pass_context
-def command(ctx, tray, window, act_on_slurm, as_json):
+def command(ctx: click.Context, tray: str | None, window: float, act_on_slurm: bool, as_json: bool) -> None:
     """Judge this tray (or RACK/TRAY) by the rulebook from NVML alone, with no load: exit 0
     healthy, 1 a check failed, 3 the reading was incomplete (never a pass)."""
-    rack, tray = find_tray(ctx, tray)
-    document, code = judge_tray(rack, tray, window)
+    rack, found = find_tray(ctx, tray)
+    document, code = judge_tray(rack, found, window)
     failing = failing_checks(document)
-    tray_id = f"{rack.name}/{tray.name}"
+    tray_id = f"{rack.name}/{found.name}"
     containment = None
     if act_on_slurm:
         if code == EXIT_OK:
             # Only this check's own hold: a repair's drain of the tray is released by its repair.
-            containment = resume_parts([tray_id], [tray.slurm_node], action=HEALTH_ACTION)
+            containment = resume_parts([tray_id], [found.slurm_node], action=HEALTH_ACTION)
         else:
-            scope = PartScope(tray_id, HEALTH_ACTION, (tray.slurm_node,), (tray.name,))
+            scope = PartScope(tray_id, HEALTH_ACTION, (found.slurm_node,), (found.name,))
             containment = drain_parts([(scope, None)], detail=failed_words(failing))
     verdict = {EXIT_OK: "healthy", EXIT_FAILED: "unhealthy"}.get(code, "incomplete")
     if as_json:
-        print_json({"tray": tray_id, "node": tray.slurm_node, "verdict": verdict, "exit_code": code,
+        print_json({"tray": tray_id, "node": found.slurm_node, "verdict": verdict, "exit_code": code,
                     "seconds": document["duration_s"], "failing": failing,
                     "slurm": containment.to_dict() if containment else None})
     else:
         out = console()
-        out.print(f"{tray_id} ({tray.slurm_node}): {verdict} — {len(failing)} check(s) not passed, "
+        out.print(f"{tray_id} ({found.slurm_node}): {verdict} — {len(failing)} check(s) not passed, "
                   f"{document['duration_s']:.2f} s", soft_wrap=True, markup=False)
         for c in failing:
             out.print(f"  {c['verdict']:<10} {c['component']:<6} {c['check']}: {c['reason']}", soft_wrap=True,

@@ -1,13 +1,20 @@
 """`opsctl inventory list|show RACK`: what racks the inventory holds and how opsctl reaches them."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import click
 from rich.table import Table
 
 from opsctl.cli.context import inventory_from, inventory_option, rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack
 
-def rack_summary(rack):
+
+def rack_summary(rack: Rack) -> dict[str, Any]:
     return {
         "rack": rack.name,
         "model": rack.model.name,
@@ -21,7 +28,7 @@ def rack_summary(rack):
 
 
 @click.group("inventory")
-def command():
+def command() -> None:
     """Racks and trays of the inventory."""
 
 
@@ -29,7 +36,7 @@ def command():
 @inventory_option
 @json_option
 @click.pass_context
-def list_racks(ctx, as_json):
+def list_racks(ctx: click.Context, as_json: bool) -> None:
     """List the racks."""
     inventory = inventory_from(ctx)
     racks = [rack_summary(r) for r in inventory.racks.values()]
@@ -48,22 +55,22 @@ def list_racks(ctx, as_json):
 @rack_argument
 @json_option
 @click.pass_context
-def show_rack(ctx, rack, as_json):
+def show_rack(ctx: click.Context, rack: str, as_json: bool) -> None:
     """Show one rack's trays and how opsctl reaches them."""
-    rack = rack_from(ctx, rack)
-    trays = [
-        {"tray": t.name, "id": rack.model.tray_id(rack.name, t.name), "host": t.host, "address": t.address,
+    chosen = rack_from(ctx, rack)
+    trays: list[dict[str, Any]] = [
+        {"tray": t.name, "id": chosen.model.tray_id(chosen.name, t.name), "host": t.host, "address": t.address,
          "port": t.port, "user": t.user, "switch_tray": t.is_switch}
-        for t in rack.trays
+        for t in chosen.trays
     ]
     if as_json:
-        print_json({**rack_summary(rack), "description": rack.model.description, "tray_list": trays})
+        print_json({**rack_summary(chosen), "description": chosen.model.description, "tray_list": trays})
         return
     out = console()
-    out.print(f"[bold]{rack.name}[/bold]: {rack.model.description}")
-    out.print(f"transport {rack.transport}, backend {rack.backend}" + (f", scenario {rack.scenario}" if rack.scenario else ""))
-    if rack.missing_trays:
-        out.print(f"[yellow]not in the inventory: {', '.join(rack.missing_trays)}[/yellow]")
+    out.print(f"[bold]{chosen.name}[/bold]: {chosen.model.description}")
+    out.print(f"transport {chosen.transport}, backend {chosen.backend}" + (f", scenario {chosen.scenario}" if chosen.scenario else ""))
+    if chosen.missing_trays:
+        out.print(f"[yellow]not in the inventory: {', '.join(chosen.missing_trays)}[/yellow]")
     table = Table()
     for column in ("tray", "host", "address", "port", "user"):
         table.add_column(column)

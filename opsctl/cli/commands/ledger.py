@@ -1,8 +1,13 @@
 """`opsctl ledger …`: the fleet's reliability record — burn-ins, triages and incidents in,
 MTBI, time to restore, burn-in failure rate and infant mortality out; import and export."""
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -17,10 +22,16 @@ from opsctl.ledger.transfer import export_document, import_files, json_text, rea
 from opsctl.rack_models import MODELS
 from opsctl.yaml_input import load_yaml_file
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from opsctl.ledger import Ledger
+    from opsctl.ledger.parts import Parts
+
 # Where a run directory keeps its summary, most specific first.
 SUMMARY_NAMES = ("summary.json", "verdict.json", "run.json", "report.json")
 
-def _document(path):
+def _document(path: str | Path) -> tuple[Path, Any]:
     path = Path(path)
     if path.is_dir():
         for name in SUMMARY_NAMES:
@@ -36,7 +47,7 @@ def _document(path):
 
 
 @click.group("ledger")
-def command():
+def command() -> None:
     """The fleet's reliability ledger: record burn-ins and triages, measure MTBI and MTTR."""
 
 
@@ -47,15 +58,16 @@ def command():
 @db_option
 @json_option
 @click.pass_context
-def record_burnin_command(ctx, paths, kind, at, db, as_json):
+def record_burnin_command(ctx: click.Context, paths: tuple[str, ...], kind: str | None, at: datetime | None,
+                          db: str | None, as_json: bool) -> None:
     """Record burn-in or acceptance runs (their --json summary, or the run directory)."""
 
-    def load(path):
+    def load(path: str) -> tuple[Path, Any]:
         source, document = _document(path)
         check_burnin_document(document, str(source))
         return source, document
 
-    def record(source, document, ledger, parts):
+    def record(source: str | Path, document: Any, ledger: Ledger, parts: Parts) -> list[dict[str, Any]]:
         return record_burnin(document, ledger, kind=kind, at=at, source=str(source), parts=parts)
 
     _record_files(ctx, db, paths, load, record, run_line, as_json)
@@ -67,27 +79,31 @@ def record_burnin_command(ctx, paths, kind, at, db, as_json):
 @db_option
 @json_option
 @click.pass_context
-def record_triage_command(ctx, paths, at, db, as_json):
+def record_triage_command(ctx: click.Context, paths: tuple[str, ...], at: datetime | None, db: str | None,
+                          as_json: bool) -> None:
     """Record triage or localize results (their --json output): suspects, chosen action, and each
     fault named as an incident — or the incident its part already has while the fault is open."""
 
-    def load(path):
+    def load(path: str) -> tuple[str, Any]:
         document = load_yaml_file(path)
         check_triage_document(document, str(path))
         return path, document
 
-    def record(source, document, ledger, parts):
+    def record(source: str | Path, document: Any, ledger: Ledger, parts: Parts) -> list[dict[str, Any]]:
         return record_triage(document, ledger, at=at, source=str(source), parts=parts)
 
     _record_files(ctx, db, paths, load, record, triage_line, as_json)
 
 
-def _record_files(ctx, db, paths, load, record, line, as_json):
+def _record_files(ctx: click.Context, db: str | None, paths: Sequence[str],
+                  load: Callable[[str], tuple[str | Path, Any]],
+                  record: Callable[[str | Path, Any, Ledger, Parts], list[dict[str, Any]]],
+                  line: Callable[[dict[str, Any]], str], as_json: bool) -> None:
     """Read and check every file first (a wrong one costs nothing: no ledger is created or
     touched), then record each in its own transaction (each lands whole), and say what was recorded."""
     parts = parts_for(ctx)
     documents = [load(path) for path in paths]
-    recorded = []
+    recorded: list[dict[str, Any]] = []
     with open_ledger(db) as ledger:
         for source, document in documents:
             recorded += record(source, document, ledger, parts)
@@ -109,7 +125,8 @@ def _record_files(ctx, db, paths, load, record, line, as_json):
 @db_option
 @json_option
 @click.pass_context
-def rack_command(ctx, rack, model, handover, retired, db, as_json):
+def rack_command(ctx: click.Context, rack: str, model: str | None, handover: datetime | None, retired: datetime | None,
+                 db: str | None, as_json: bool) -> None:
     """Add a rack to the ledger, or set when it went into service (handover) or was retired."""
     with open_ledger(db) as ledger:
         row = set_rack(rack, ledger, model=model, handover=handover, retired=retired, parts=parts_for(ctx))
@@ -128,7 +145,8 @@ def rack_command(ctx, rack, model, handover, retired, db, as_json):
 @db_option
 @json_option
 @click.pass_context
-def incident_command(ctx, part, at, note, db, as_json):
+def incident_command(ctx: click.Context, part: str, at: datetime | None, note: str | None, db: str | None,
+                     as_json: bool) -> None:
     """Record a failure of a part that no opsctl triage saw (while the part has an open incident,
     that one: the same fault is not counted twice)."""
     with open_ledger(db) as ledger:
@@ -153,7 +171,8 @@ def incident_command(ctx, part, at, note, db, as_json):
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG of failures per month by part kind.")
 @db_option
 @json_option
-def stats_command(since, until, racks, infant_weeks, confidence, plot, db, as_json):
+def stats_command(since: datetime | None, until: datetime | None, racks: tuple[str, ...], infant_weeks: int,
+                  confidence: float, plot: str | None, db: str | None, as_json: bool) -> None:
     """Failures per part kind, MTBI (GPU-days), time to restore per action (typed, and as Slurm saw
     it: drain to resume), burn-in failure rate, infant mortality — each with its confidence interval."""
     with open_ledger(db, read_only=True) as ledger:
@@ -169,12 +188,12 @@ def stats_command(since, until, racks, infant_weeks, confidence, plot, db, as_js
     _print_stats(stats)
 
 
-def _interval(pair, unit=""):
+def _interval(pair: Sequence[float | None], unit: str = "") -> str:
     low, high = pair
     return f"{'–' if low is None else f'{low:,.1f}'} … {'∞' if high is None else f'{high:,.1f}'}{unit}"
 
 
-def _print_stats(stats):
+def _print_stats(stats: dict[str, Any]) -> None:
     out = console()
     exposure, mtbi = stats["exposure"], stats["mtbi"]
     level = f"{stats['confidence']:.0%}"
@@ -220,11 +239,11 @@ def _print_stats(stats):
         out.print(f"plot: {stats['plot']}")
 
 
-def _hours(value):
+def _hours(value: float | None) -> str:
     return f"{value:.2f}" if value is not None else "-"
 
 
-def _print_drains(out, drains, confidence):
+def _print_drains(out: Console, drains: dict[str, Any], confidence: float) -> None:
     """Time out of service as Slurm saw it (drain → resume), beside the typed repair times."""
     if not drains["by_action"]:
         return
@@ -255,13 +274,14 @@ def _print_drains(out, drains, confidence):
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(), help="JSON: a file (default stdout). CSV: a directory, one file per table.")
 @db_option
-def export_command(fmt, output, db):
+def export_command(fmt: str, output: str | None, db: str | None) -> None:
     """Export the whole ledger, to back it up or to bring it into another ledger."""
     if fmt == "csv" and not output:
         raise click.UsageError("--format csv needs -o DIRECTORY (one CSV per table)")
     with open_ledger(db, read_only=True) as ledger:
         document = export_document(ledger)
     if fmt == "csv":
+        assert output  # refused above without one
         for path in write_csv(document, output):
             click.echo(str(path))
         return
@@ -279,7 +299,7 @@ def export_command(fmt, output, db):
 @db_option
 @json_option
 @click.pass_context
-def import_command(ctx, paths, table, db, as_json):
+def import_command(ctx: click.Context, paths: tuple[str, ...], table: str | None, db: str | None, as_json: bool) -> None:
     """Import history from JSON or CSV (as export writes it). All or nothing: a bad record
     names its file, line and field, and nothing is imported."""
     records = list(read_files(paths, table))  # a file that is not an export fails before any ledger is opened

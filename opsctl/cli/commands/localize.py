@@ -1,5 +1,10 @@
 """`opsctl localize SNAPSHOT.json [SNAPSHOT.json ...] [--json]`: the faulty parts behind link-health
-snapshots (README, Triage and fault localization), for one rack or a fleet in one call."""
+snapshots (docs/triage.md), for one rack or a fleet in one call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,7 +20,7 @@ mttr_config_option = click.option(
     help="Repair model to lay over opsctl/data/mttr.yaml (default: $OPSCTL_MTTR_CONFIG).")
 
 
-def exit_code(document):
+def exit_code(document: dict[str, Any]) -> int:
     """opsctl's exit codes: 1 when any rack has a suspect; 3 when nothing was found but something
     went unread."""
     racks = document["racks"]
@@ -26,7 +31,7 @@ def exit_code(document):
     return EXIT_OK
 
 
-def inventory_racks(ctx):
+def inventory_racks(ctx: click.Context) -> dict[str, tuple[str, Path | None]]:
     """rack name -> (model, cabling map) for the racks the inventory holds (custom cabling maps)."""
     return {name: (rack.model.name, rack.cabling_map) for name, rack in inventory_from(ctx).racks.items()}
 
@@ -37,7 +42,7 @@ def inventory_racks(ctx):
 @json_option
 @mttr_config_option
 @click.pass_context
-def command(ctx, snapshots, as_json, mttr_config):
+def command(ctx: click.Context, snapshots: tuple[str, ...], as_json: bool, mttr_config: str | None) -> int:
     """Name the faulty parts behind link-health snapshots (a file may hold a list of them)."""
     document = localize_files(snapshots, inventory_racks(ctx), load_mttr_model(mttr_config))
     if as_json:

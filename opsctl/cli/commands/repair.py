@@ -1,7 +1,10 @@
 """`opsctl repair open|close|list`: who repaired which part, with what action, what went in,
 the RMA ids, and when the rack was back in service — the ledger's measure of MTTR."""
 
+from __future__ import annotations
+
 import getpass
+from datetime import datetime
 
 import click
 from rich.table import Table
@@ -15,7 +18,7 @@ from opsctl.ledger.drains import drains_of_incident, validation_of
 from opsctl.ledger.repairs import NEW_INCIDENT, restore_hours
 
 
-def _user():
+def _user() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -26,7 +29,7 @@ by_option = click.option("--by", default=_user, show_default="you", help="Who do
 
 
 @click.group("repair")
-def command():
+def command() -> None:
     """Repairs of racks' parts, recorded in the ledger (opsctl ledger)."""
 
 
@@ -44,7 +47,8 @@ def command():
 @db_option
 @json_option
 @click.pass_context
-def open_command(ctx, part, action, by, at, details, incident, db, as_json):
+def open_command(ctx: click.Context, part: str, action: str | None, by: str, at: datetime | None, details: str | None,
+                 incident: str | None, db: str | None, as_json: bool) -> None:
     """Open a repair of PART (a component id: rack07/ct03, rack07/st3/sw1, rack07/cart2, …)."""
     with open_ledger(db) as ledger:
         repair = open_repair(part, ledger, action=action, by=by, at=at, details=details, incident=incident,
@@ -52,13 +56,13 @@ def open_command(ctx, part, action, by, at, details, incident, db, as_json):
     if as_json:
         print_json(repair)
         return
-    incident = repair["incident"]
+    repaired = repair["incident"]
     if repair["incident_opened"]:
         fixes = (f"no open incident of {repair['part']} or of a part it holds or that holds it, so it opens "
-                 f"incident {incident['key']} for {repair['part']}")
+                 f"incident {repaired['key']} for {repair['part']}")
     else:
-        fixes = (f"it repairs incident {incident['key']}: {incident['part']} ({incident['kind']}) "
-                 f"since {incident['occurred_at']}")
+        fixes = (f"it repairs incident {repaired['key']}: {repaired['part']} ({repaired['kind']}) "
+                 f"since {repaired['occurred_at']}")
     console().print(f"repair {repair['key']} opened: {repair['part']} ({repair['kind']}), {repair['action']}, "
                     f"{repair['gpus_idled']} GPUs out of service; {fixes}", soft_wrap=True)
 
@@ -77,12 +81,14 @@ def open_command(ctx, part, action, by, at, details, incident, db, as_json):
 @db_option
 @json_option
 @click.pass_context
-def close_command(ctx, part, by, at, back_in_service, replaced, rma_ids, details, resume_nodes, db, as_json):
+def close_command(ctx: click.Context, part: str, by: str, at: datetime | None, back_in_service: datetime | None,
+                  replaced: str | None, rma_ids: tuple[str, ...], details: str | None, resume_nodes: bool, db: str | None,
+                  as_json: bool) -> None:
     """Close the open repair of PART."""
     with open_ledger(db) as ledger:
         repair = close_repair(part, ledger, by=by, at=at, back_in_service=back_in_service, replaced=replaced,
                               rma_ids=rma_ids, details=details)
-        incidents = ledger.records("incidents", "key = ?", (repair["incident_key"],))
+        incidents = ledger.records("incidents", "key = :key", {"key": repair["incident_key"]})
         validated, why = validation_of(ledger, repair) if resume_nodes else (None, None)
     if resume_nodes:
         click.echo(f"opsctl: {'resuming' if validated else 'not resuming'} {repair['part']}'s nodes: {why}", err=True)
@@ -92,6 +98,7 @@ def close_command(ctx, part, by, at, back_in_service, replaced, rma_ids, details
     with open_ledger(db, read_only=True) as ledger:  # after the resume: it closed the drains it released
         drained = drains_of_incident(ledger, repair["incident_key"])
     hours = restore_hours(repair, {i["key"]: i for i in incidents})
+    assert hours is not None  # a closed repair has its end
     if as_json:
         print_json({**repair, "restore_hours": round(hours, 2), "drains": [e.to_dict() for e in drained]})
         return
@@ -110,14 +117,15 @@ def close_command(ctx, part, by, at, back_in_service, replaced, rma_ids, details
 @click.option("--rack", help="Only this rack.")
 @db_option
 @json_option
-def list_command(only_open, rack, db, as_json):
+def list_command(only_open: bool, rack: str | None, db: str | None, as_json: bool) -> None:
     """List repairs, newest first."""
-    where, params = [], []
+    where: list[str] = []
+    params: dict[str, str] = {}
     if only_open:
         where.append("closed_at IS NULL")
     if rack:
-        where.append("rack = ?")
-        params.append(rack)
+        where.append("rack = :rack")
+        params["rack"] = rack
     with open_ledger(db, read_only=True) as ledger:
         repairs = ledger.records("repairs", " AND ".join(where), params, order="opened_at DESC, key")
         url = ledger.url

@@ -8,9 +8,12 @@
   junit.xml written again — after an upgrade of opsctl, or for a run killed before it was judged.
 """
 
+from __future__ import annotations
+
 import functools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -23,6 +26,9 @@ from opsctl.ledger import record_burnin
 from opsctl.reports.formatting import fails_when, reading
 from opsctl.reports.terminal import STYLE, print_summary
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
 
 
@@ -31,7 +37,7 @@ CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
 @recording_options
 @json_option
 @click.pass_context
-def command(ctx, run_dir, record, db, as_json):
+def command(ctx: click.Context, run_dir: str, record: bool, db: str | None, as_json: bool) -> None:
     """Judge RUN_DIR again as `opsctl burnin` judges and write its reports: a fleet run whose
     results Ansible fetched (rack by rack, and the fleet), or one rack's run folder made by
     `opsctl burnin` or `opsctl accept`. Exit 1 when a rack failed, 3 when a rack is incomplete
@@ -55,12 +61,12 @@ def command(ctx, run_dir, record, db, as_json):
         print_fleet(console(), fleet)
     if record:
         for rack in fleet["racks"]:
-            summary = Path(rack["files"]["summary"])
-            record_run(ctx, json.loads(summary.read_text()), db, summary.parent)
+            summary_file = Path(rack["files"]["summary"])
+            record_run(ctx, json.loads(summary_file.read_text()), db, summary_file.parent)
     ctx.exit(fleet["exit_code"])
 
 
-def record_run(ctx, summary, db, run_path):
+def record_run(ctx: click.Context, summary: dict[str, Any], db: str | None, run_path: str | Path) -> None:
     """Record a judged rack in the ledger: a trial acceptance as the burn-in it is, so that its
     pass does not hand the rack over."""
     if trial_of(summary)["trial"]:
@@ -70,7 +76,7 @@ def record_run(ctx, summary, db, run_path):
         record_in_ledger(ctx, record_burnin, summary, db, f"opsctl ledger record-burnin {run_path}")
 
 
-def print_fleet(out, fleet):
+def print_fleet(out: Console, fleet: dict[str, Any]) -> None:
     table = Table(title=f"{fleet['kind']} of {len(fleet['racks'])} rack(s) in {fleet['run_dir']}")
     for column in ("rack", "model", "verdict", "trays reported", "failing", "report"):
         table.add_column(column)
@@ -107,13 +113,13 @@ def print_fleet(out, fleet):
               f"{fleet['run_dir']}/{SUMMARY_FILE}")
 
 
-def unreported_lines(rack, trays_named=4):
+def unreported_lines(rack: dict[str, Any], trays_named: int = 4) -> list[str]:
     """'27 of 27 trays did not report: REASON' — one line per distinct reason, naming the trays
     when not all of them share it."""
     missing = rack["not_reported"]
     if not missing:
         return []
-    by_reason = {}
+    by_reason: dict[str, list[str]] = {}
     for tray in missing:
         by_reason.setdefault(tray["reason"] or tray["status"], []).append(tray["tray"])
     count = f"{len(missing)} of {rack['trays']} tray{'s' if rack['trays'] != 1 else ''}"

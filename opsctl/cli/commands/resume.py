@@ -4,6 +4,10 @@ keeps out stays drained with that part alone in its reason; a node someone else 
 left drained, and said (docs/slurm.md). `opsctl repair close PART --resume` does this after a
 passing validation."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import click
 
 from opsctl.backend import topology_for
@@ -14,8 +18,13 @@ from opsctl.cli.output import json_option, print_json
 from opsctl.mttr import load_mttr_model
 from opsctl.slurm import nodes_of_part, resume_parts
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack
+    from opsctl.slurm.containment import Containment
 
-def resume_part(ctx, rack, target, *, record=True, db=None, dry_run=False, to_stderr=False):
+
+def resume_part(ctx: click.Context, rack: Rack, target: str, *, record: bool = True, db: str | None = None,
+                dry_run: bool = False, to_stderr: bool = False) -> Containment:
     scope = nodes_of_part(rack, target, topology_for(rack), load_mttr_model())
     containment = resume_parts([target], scope.nodes, dry_run)
     report(ctx, containment, rack, record, db, to_stderr)
@@ -29,7 +38,7 @@ def resume_part(ctx, rack, target, *, record=True, db=None, dry_run=False, to_st
 @recording_options
 @json_option
 @click.pass_context
-def command(ctx, target, dry_run, record, db, as_json):
+def command(ctx: click.Context, target: str, dry_run: bool, record: bool, db: str | None, as_json: bool) -> int:
     """Resume the Slurm nodes opsctl drained for PART (or the RACK). Exit 0 when done (nodes held
     by someone else, or for another part, are left and said), 3 when slurmctld could not be
     asked or told."""

@@ -1,7 +1,10 @@
 """`opsctl sim …`: look inside a simulated rack — its faults and the spec its trays run on."""
 
+from __future__ import annotations
+
 import json
 import re
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -12,17 +15,23 @@ from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 
+if TYPE_CHECKING:
+    from opsctl.inventory import Rack
+    from opsctl.backend import RackSpec
 
-def _sim_rack(ctx, name):
+
+def _sim_rack(ctx: click.Context, name: str) -> tuple[Rack, RackSpec]:
     rack = rack_from(ctx, name)
     if rack.backend != "sim":
         raise InputError(f"rack {rack.name} reads real GPUs (opsctl_backend: {rack.backend}), not the simulator")
-    return rack, sim_spec_for(rack)
+    spec = sim_spec_for(rack)
+    assert spec is not None  # a rack whose backend is sim always has one
+    return rack, spec
 
 
-def injected_faults(spec):
+def injected_faults(spec: RackSpec) -> list[dict[str, Any]]:
     """Every effect in the spec, grouped by the scenario fault it came from."""
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for tray in spec.trays:
         if tray.unreachable:
             rows.setdefault(f"tray {tray.name}", {"source": "tray_unreachable", "effects": []})["effects"].append(
@@ -39,7 +48,7 @@ def injected_faults(spec):
 
 
 @click.group("sim")
-def command():
+def command() -> None:
     """Inspect the simulated racks (opsctl_backend: sim)."""
 
 
@@ -47,21 +56,21 @@ def command():
 @rack_argument
 @json_option
 @click.pass_context
-def faults(ctx, rack, as_json):
+def faults(ctx: click.Context, rack: str, as_json: bool) -> None:
     """List the faults injected into a simulated rack, resolved to GPUs and links."""
-    rack, spec = _sim_rack(ctx, rack)
+    chosen, spec = _sim_rack(ctx, rack)
     groups = injected_faults(spec)
     if as_json:
-        print_json({"rack": rack.name, "scenario": str(rack.scenario) if rack.scenario else None,
+        print_json({"rack": chosen.name, "scenario": str(chosen.scenario) if chosen.scenario else None,
                     "seed": spec.seed, "noise": spec.noise, "faults": groups})
         return
     out = console()
-    out.print(f"[bold]{rack.name}[/bold] scenario {rack.scenario or '(healthy)'} seed {spec.seed}")
+    out.print(f"[bold]{chosen.name}[/bold] scenario {chosen.scenario or '(healthy)'} seed {spec.seed}")
     table = Table()
     for column in ("fault", "effect", "on", "parameters"):
         table.add_column(column)
     for group in groups:
-        by_kind = {}
+        by_kind: dict[tuple[str, str], list[str]] = {}
         for effect in group["effects"]:
             # Downstream XIDs differ only in their moment: one row for all of them.
             shown_params = {k: v for k, v in effect["params"].items() if not (effect["kind"] == "xid" and k == "at_s")}
@@ -76,7 +85,7 @@ def faults(ctx, rack, as_json):
 @rack_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
 @click.pass_context
-def spec(ctx, rack, output):
+def spec(ctx: click.Context, rack: str, output: str | None) -> None:
     """Write the compiled simulator spec (what `python -m probes --sim-spec` reads on a tray)."""
     _, compiled = _sim_rack(ctx, rack)
     text = json.dumps(compiled.to_dict())

@@ -1,11 +1,14 @@
 """`opsctl snapshot RACK -o FILE [--window S]`: the link-health snapshot of a rack, read
 from every tray at once (`python -m probes snapshot` through the fan-out)."""
 
+from __future__ import annotations
+
 import json
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,11 +20,16 @@ from opsctl.input_checks import MAX_CONCURRENCY, seconds
 from opsctl.localize.snapshot import TRAY_UNREAD, assemble_snapshot
 from opsctl.runs.atomic_file import write_bytes_atomic
 
+if TYPE_CHECKING:
+    from click.decorators import FC
+
+    from opsctl.inventory import Rack
+
 DEFAULT_WINDOW_S = 60.0
 RUN_TIMEOUT_MARGIN_S = 120.0  # beyond the window: start-up, two NVML readings, the way back
 
 
-def fanout_options(command):
+def fanout_options(command: FC) -> FC:
     """How the trays are reached: shared by `opsctl snapshot` and `opsctl triage`."""
     for option in reversed([
         click.option("--window", type=seconds(), default=DEFAULT_WINDOW_S, show_default=True,
@@ -36,7 +44,8 @@ def fanout_options(command):
     return command
 
 
-def take_rack_snapshot(rack, window_s, concurrency=32, connect_timeout_s=10.0, accept_new_host_keys=False):
+def take_rack_snapshot(rack: Rack, window_s: float, concurrency: int = 32, connect_timeout_s: float = 10.0,
+                       accept_new_host_keys: bool = False) -> dict[str, Any]:
     """Read every tray of the rack over one window; the link-health snapshot, with a `trays` entry
     for each tray saying whether it answered (and why not)."""
     options = FanoutOptions(concurrency=concurrency, connect_timeout_s=connect_timeout_s,
@@ -44,14 +53,14 @@ def take_rack_snapshot(rack, window_s, concurrency=32, connect_timeout_s=10.0, a
     taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     with tempfile.TemporaryDirectory(prefix="opsctl-snapshot-") as workdir:
         results = run_on_trays(rack, ["snapshot", "--window", f"{window_s:g}", "--json"], options=options, workdir=workdir)
-    documents = {r.tray: r.document for r in results if r.complete}
-    failures = {r.tray: r.reason for r in results if not r.complete}
+    documents = {r.tray: r.document for r in results if r.complete and r.document is not None}  # a complete one has it
+    failures = {r.tray: r.reason or "no reason given" for r in results if not r.complete}  # an incomplete one says why
     for tray in rack.missing_trays:
         failures[tray] = "not in the inventory"
     return assemble_snapshot(rack.name, rack.model, window_s, documents, failures, taken)
 
 
-def write_atomically(path, document):
+def write_atomically(path: str | Path, document: Any) -> None:
     """Write JSON so that a reader sees the old file or the whole new one, never half (and with
     the mode open() would give it); a folder that is not there is the user's to make."""
     path = Path(path)
@@ -61,7 +70,7 @@ def write_atomically(path, document):
         raise InputError(f"{path}: cannot write here: {error.strerror or error}") from None
 
 
-def unanswered(snapshot):
+def unanswered(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in snapshot["trays"] if t["status"] == TRAY_UNREAD]
 
 
@@ -72,12 +81,13 @@ def unanswered(snapshot):
 @fanout_options
 @json_option
 @click.pass_context
-def command(ctx, rack, output, window, concurrency, connect_timeout, accept_new_host_keys, as_json):
+def command(ctx: click.Context, rack: str, output: str, window: float, concurrency: int, connect_timeout: float,
+            accept_new_host_keys: bool, as_json: bool) -> int:
     """Read every tray's NVLink counters (deltas over --window) and XIDs into one link-health
     snapshot, the input of `opsctl localize`. Exit 3 if a tray did not answer."""
-    rack = rack_from(ctx, rack)
+    chosen = rack_from(ctx, rack)
     started = time.monotonic()
-    snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)
+    snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys)
     missing = unanswered(snapshot)
     if output == "-":
         print_json(snapshot)
@@ -86,13 +96,13 @@ def command(ctx, rack, output, window, concurrency, connect_timeout, accept_new_
     sides = {"gpu": 0, "switch": 0}
     for link in snapshot["links"]:
         sides[link.get("side", "gpu")] += 1
-    summary = {"rack": rack.name, "snapshot": str(output), "window_seconds": window, "seconds": round(time.monotonic() - started, 1),
+    summary = {"rack": chosen.name, "snapshot": str(output), "window_seconds": window, "seconds": round(time.monotonic() - started, 1),
                "links_read": sides, "gpus": len(snapshot["gpus"]), "trays": snapshot["trays"]}
     if as_json:
         print_json(summary)
     else:
         out = console()
-        out.print(f"[bold]{rack.name}[/bold]: {len(snapshot['trays']) - len(missing)} of {len(snapshot['trays'])} trays read over "
+        out.print(f"[bold]{chosen.name}[/bold]: {len(snapshot['trays']) - len(missing)} of {len(snapshot['trays'])} trays read over "
                   f"{window:g} s → {output}")
         out.print(f"links read: {sides['gpu']} at the GPU end, {sides['switch']} at the switch end; {len(snapshot['gpus'])} GPUs")
         for tray in missing:

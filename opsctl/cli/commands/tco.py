@@ -1,8 +1,13 @@
 """`opsctl tco run|compare|sweep|sensitivity`: price a training run per token, failures, repairs and
 spares included, with intervals where the scenario's inputs are ranges (the model: docs/tco.md)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -20,6 +25,9 @@ from opsctl.tco.from_ledger import ledger_repairs, with_measured_reliability
 from opsctl.tco.sensitivity import sensitivity, write_files
 from opsctl.tco.sweep import parse_vary, sweep, write_csv, write_png
 from opsctl.tco.uncertain import load_uncertain
+
+if TYPE_CHECKING:
+    from click.decorators import FC
 
 scenario_argument = click.argument("scenario", type=click.Path(dir_okay=False))
 mttr_option = click.option(
@@ -52,7 +60,9 @@ uncertainty_options = (
 )
 
 
-def _priced(path, mttr_config, draws, seed, level, from_ledger=False, db=None, since=None, racks=(), until=None):
+def _priced(path: str, mttr_config: str | None, draws: int, seed: int, level: float, from_ledger: bool = False,
+            db: str | None = None, since: datetime | None = None, racks: Sequence[str] = (),
+            until: datetime | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(document, the figures over the draws or None when no input is a range)."""
     monte_carlo.check_options(draws, level, seed)
     uncertain = load_uncertain(path)
@@ -72,7 +82,7 @@ def _priced(path, mttr_config, draws, seed, level, from_ledger=False, db=None, s
 
 
 @contextmanager
-def _writing(out):
+def _writing(out: str | Path) -> Iterator[None]:
     """A file that cannot be written (a read-only or full disk, /proc) is one line, exit 2: the
     atomic writer has left any old file as it was."""
     try:
@@ -81,7 +91,7 @@ def _writing(out):
         raise InputError(f"--out {out}: cannot write there: {error.strerror or error}") from None
 
 
-def _spread(document, key, fmt="{:,.4g}"):
+def _spread(document: dict[str, Any], key: str, fmt: str = "{:,.4g}") -> str:
     """'median [low–high]' of a figure, or '' when its inputs are all points."""
     interval = document.get(f"{key}_interval")
     if interval is None or interval[0] == interval[1]:  # no range moves it
@@ -92,12 +102,12 @@ def _spread(document, key, fmt="{:,.4g}"):
 
 
 @click.group("tco")
-def command():
+def command() -> None:
     """Goodput-aware TCO: $/GPU-hour, $/M tokens, J/token, and what failures, repairs and spares cost."""
 
 
-def _with(options):
-    def decorate(function):
+def _with(options: Sequence[Callable[[Any], Any]]) -> Callable[[FC], FC]:
+    def decorate(function: FC) -> FC:
         for option in reversed(options):
             function = option(function)
         return function
@@ -110,7 +120,8 @@ def _with(options):
 @_with(ledger_options)
 @_with(uncertainty_options)
 @json_option
-def run(scenario, mttr_config, from_ledger, since, until, racks, db, draws, seed, level, as_json):
+def run(scenario: str, mttr_config: str | None, from_ledger: bool, since: datetime | None, until: datetime | None,
+        racks: tuple[str, ...], db: str | None, draws: int, seed: int, level: float, as_json: bool) -> None:
     """Price one scenario file (YAML or JSON); inputs written as ranges give each figure a median and an interval."""
     if not from_ledger and (since or until or racks):
         raise InputError("--since, --until and --rack go with --from-ledger")
@@ -147,7 +158,8 @@ def run(scenario, mttr_config, from_ledger, since, until, racks, db, draws, seed
 @mttr_option
 @_with(uncertainty_options)
 @json_option
-def compare_command(scenarios, mttr_config, draws, seed, level, as_json):
+def compare_command(scenarios: tuple[str, ...], mttr_config: str | None, draws: int, seed: int, level: float,
+                    as_json: bool) -> None:
     """Price scenarios side by side; the edge is each one's saving over the first. Where inputs are ranges: the edge's
     interval, and the share of paired draws in which each is cheaper than the first."""
     priced = [_priced(path, mttr_config, draws, seed, level) for path in scenarios]
@@ -175,7 +187,7 @@ def compare_command(scenarios, mttr_config, draws, seed, level, as_json):
         out.print(sentence)
 
 
-def _said(line, level):
+def _said(line: dict[str, Any], level: float) -> str:
     """One failure class of a --from-ledger run: what the ledger measured, or why the scenario's figure stands."""
     if line["from"] == "scenario":
         return f"{line['name']}: the scenario's figure — {line['why']}"
@@ -192,7 +204,7 @@ def _said(line, level):
             f"{line.get('action', '')} repair(s)")
 
 
-def _edge_spread(edge):
+def _edge_spread(edge: dict[str, Any]) -> str:
     if edge.get("edge_interval") is None:
         return ""
     shown = ["-" if v is None else f"{v:+.1%}" for v in (edge["edge_median"], *edge["edge_interval"])]
@@ -207,7 +219,7 @@ def _edge_spread(edge):
               help="Path prefix of the CSV and PNG written (default: SCENARIO-KEY in this folder).")
 @mttr_option
 @json_option
-def sweep_command(scenario, vary, out, mttr_config, as_json):
+def sweep_command(scenario: str, vary: str, out: str | None, mttr_config: str | None, as_json: bool) -> None:
     """Price a scenario across a range of one key: writes PREFIX.csv and a PNG plot PREFIX.png."""
     key, values = parse_vary(vary)
     loaded = load_uncertain(scenario).point  # a range sweeps at its point figure
@@ -241,7 +253,7 @@ def sweep_command(scenario, vary, out, mttr_config, as_json):
 @mttr_option
 @level_option
 @json_option
-def sensitivity_command(scenario, out, mttr_config, level, as_json):
+def sensitivity_command(scenario: str, out: str, mttr_config: str | None, level: float, as_json: bool) -> None:
     """Which input moves the effective price: each range at its low and high end, the others at their medians."""
     folder = Path(out)
     if not folder.parent.is_dir():

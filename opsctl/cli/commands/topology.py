@@ -1,5 +1,9 @@
 """`opsctl topology show RACK [--json]`: the rack's components, links and physical paths."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 import click
 from rich.table import Table
 
@@ -9,7 +13,7 @@ from opsctl.cli.output import console, json_option, print_json
 
 
 @click.group("topology")
-def command():
+def command() -> None:
     """The rack as a graph of parts and NVLink links."""
 
 
@@ -18,8 +22,8 @@ def command():
 @json_option
 @click.option("--part", help="Show one component and the links through it.")
 @click.pass_context
-def show(ctx, rack, as_json, part):
-    """Show the rack's components and links (the JSON of README, Topology, with --json)."""
+def show(ctx: click.Context, rack: str, as_json: bool, part: str | None) -> None:
+    """Show the rack's components and links (their JSON with --json: docs/topology.md)."""
     topology = topology_for(rack_from(ctx, rack))
     if part:
         component = topology.components.get(part) or topology.components.get(f"{topology.rack}/{part}")
@@ -55,6 +59,6 @@ def show(ctx, rack, as_json, part):
     out.print("opsctl topology show RACK --part ID lists the links through one part; --json gives all of it.")
 
 
-def _short(path):
+def _short(path: Sequence[str]) -> list[str]:
     # Cables are four a link; name their cartridge once instead.
     return [p for p in path if "/cart" not in p or p.count("/") == 1]

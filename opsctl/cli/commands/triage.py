@@ -1,6 +1,8 @@
 """`opsctl triage RACK`: read the rack now, localize the fault, and say what to do about it —
 the repair, how long it takes, what it idles and the runbook — for the engineer holding the pager."""
 
+from __future__ import annotations
+
 import click
 
 from opsctl.cli.commands.drain import contain
@@ -28,19 +30,20 @@ from opsctl.mttr import load_mttr_model
               "and run none.")
 @json_option
 @click.pass_context
-def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_keys, save, mttr_config, record, db, drain,
-            dry_run, as_json):
+def command(ctx: click.Context, rack: str, window: float, concurrency: int, connect_timeout: float,
+            accept_new_host_keys: bool, save: str | None, mttr_config: str | None, record: bool, db: str | None,
+            drain: bool, dry_run: bool, as_json: bool) -> int:
     """Snapshot every tray, localize the faulty parts, and print each with its evidence, repair
     action, MTTR, blast radius and runbook. Exit 1 if something is faulty, 3 if a tray could not
     be read and nothing was found in the rest, 0 if the rack is healthy."""
     if dry_run and not drain:
         raise InputError("--dry-run goes with --drain: it shows the drain's scontrol commands instead of running them")
-    rack = rack_from(ctx, rack)
+    chosen = rack_from(ctx, rack)
     mttr = load_mttr_model(mttr_config)  # a bad file is refused before the trays are read
-    snapshot = take_rack_snapshot(rack, window, concurrency, connect_timeout, accept_new_host_keys)
+    snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys)
     if save:
         write_atomically(save, snapshot)
-    racks = localize([snapshot], {rack.name: (rack.model.name, rack.cabling_map)}, mttr, [save or f"snapshot of {rack.name}"])
+    racks = localize([snapshot], {chosen.name: (chosen.model.name, chosen.cabling_map)}, mttr, [save or f"snapshot of {chosen.name}"])
     result = racks["racks"][0]
     if as_json:
         print_json({**result, "taken": snapshot.get("taken"), "trays": snapshot["trays"], "snapshot": save})
@@ -57,5 +60,5 @@ def command(ctx, rack, window, concurrency, connect_timeout, accept_new_host_key
         record_in_ledger(ctx, record_triage, racks, db, later)
     if drain:  # after recording: the reasons then name the incidents
         faults = [(s["component"], s.get("repair")) for s in result["suspects"] if not s.get("alternative_to")]
-        contain(ctx, rack, faults, mttr=mttr, record=record, db=db, dry_run=dry_run, to_stderr=as_json)
+        contain(ctx, chosen, faults, mttr=mttr, record=record, db=db, dry_run=dry_run, to_stderr=as_json)
     return exit_code(racks)
