@@ -1,9 +1,11 @@
 """The rack as a graph: every component, and every NVLink link with the parts it passes through.
 
-Nodes are components (kind attribute); edges are 'contains' (a tray holds a GPU, a cartridge
-holds a cable) and 'carries' (a part carries a link's signal). A component's links are the
-links it carries or that a part it contains carries: a compute tray carries the 72 links of
-its GPUs and connectors, a switch tray the 144 links of its chips.
+Two relations make the graph: 'contains' (a tray holds a GPU, a cartridge holds a cable: each
+component has at most one holder) and 'carries' (a part carries a link's signal). A component's
+links are the links it carries or that a part it contains carries: a compute tray carries the
+72 links of its GPUs and connectors, a switch tray the 144 links of its chips. A tree and a list
+of links per part answer every question asked of it (what a part carries, what holds it), so
+plain dicts hold them: no graph library to load on every command.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import networkx as nx
 
 from opsctl.rack_models import RackModel
 from opsctl.topology.cabling_map import CablingRow, load_cabling_map
@@ -45,13 +45,13 @@ class Component:
 
 
 class Topology:
-    """Components and links of one rack, with the networkx graph behind them."""
+    """Components and links of one rack, and which component holds which."""
 
     def __init__(self, rack: str, model: RackModel, cabling_map_path: str | Path) -> None:
         self.rack = rack
         self.model = model
         self.cabling_map_path = Path(cabling_map_path)
-        self.graph = nx.DiGraph()
+        self.holder: dict[str, str] = {}  # component -> the one that contains it
         self.components: dict[str, Component] = {}
         self.links: dict[str, Link] = {}
         self._build(load_cabling_map(self.cabling_map_path, model))
@@ -60,16 +60,14 @@ class Topology:
     def _add(self, component_id: str, kind: str, tray: str | None, parent: str | None = None) -> str:
         if component_id not in self.components:
             self.components[component_id] = Component(component_id, kind, tray)
-            self.graph.add_node(component_id, kind=kind)
             if parent is not None:
-                self.graph.add_edge(parent, component_id, relation="contains")
+                self.holder[component_id] = parent
         return component_id
 
     def _carry(self, parts: Iterable[str], link_id: str) -> None:
         """The parts carry the link, and so does everything that contains one of them."""
         carriers: set[str] = set()
         for part in parts:
-            self.graph.add_edge(part, link_id, relation="carries")
             if part not in carriers:
                 carriers.add(part)
                 carriers.update(self.holders(part))
@@ -139,16 +137,12 @@ class Topology:
     # --- queries ----------------------------------------------------------------------------
     def holders(self, component_id: str) -> list[str]:
         """The components that hold `component_id` by 'contains' edges, nearest first (a GPU's
-        compute tray; a cable's cartridge); empty for a part nothing holds or the graph lacks."""
+        compute tray; a cable's cartridge); empty for a part nothing holds or the rack lacks."""
         chain: list[str] = []
         node = component_id
-        while node in self.graph:
-            holder = next((u for u, _, relation in self.graph.in_edges(node, data="relation")
-                           if relation == "contains"), None)
-            if holder is None:
-                break
-            chain.append(holder)
-            node = holder
+        while node in self.holder:
+            node = self.holder[node]
+            chain.append(node)
         return chain
 
     def of_kind(self, kind: str) -> list[Component]:
