@@ -5,7 +5,7 @@ One suite per kind of part, and only the suites that have testcases:
     RACK.rack       the verdict: classname rack07.rack, name verdict (and any check of another part)
     RACK.gpus       one testcase per GPU check: classname rack07.ct03.gpu3, name gemm.bf16.mismatches
     RACK.links      one testcase per link: classname rack07.ct05.gpu1.nvlink, name nvl07
-    RACK.switches   the switch chips' own checks: classname rack07.st4.sw1
+    RACK.switches   the switch chips' and switch trays' own checks: classname rack07.st4.sw1, rack07.st4
     RACK.trays      a tray that did not report: classname rack07.ct03, name tray.reported
 
 A classname names its part once (no suite or rack repeated in front of it) and belongs to one
@@ -155,6 +155,8 @@ def render_junit(summary: dict[str, Any]) -> str:
             continue  # the link's own testcase carries its checks
         if component in gpus:
             suite = "gpus"
+        elif f"{component}/" in switch_trays:  # a switch tray's own check (its firmware): with its chips'
+            suite = "switches"
         elif component in trays:
             suite = "trays"
         elif component.startswith(switch_trays):
