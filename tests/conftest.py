@@ -103,6 +103,28 @@ def hgx_topology():
 
 
 @pytest.fixture
+def hgx_with_a_gpu_that_hangs(hgx_topology):
+    """make(gpu) -> (rack, nvml, reader): a simulated HGX H100 on the wall clock whose `gpu`'s
+    driver stops answering 1 s after it starts (NVML calls on it block), read with a 0.5 s deadline:
+    what a test of a reading that must cost one deadline, and name the GPU, needs."""
+    from opsctl.simulation import compile_rack_spec
+    from opsctl.simulation.scenario import scenario_from_text
+    from probes.nvml_reader import NvmlReader
+    from probes.sim import SimNvml, SimRack
+    from probes.sim.clock import WallClock
+
+    def make(gpu):
+        spec = compile_rack_spec(scenario_from_text(f"faults:\n  - {{kind: gpu_hang, gpu: {gpu}, nvml: true, start_s: 1}}\n"),
+                                 hgx_topology)
+        rack = SimRack(json.loads(json.dumps(spec.to_dict())), clock=WallClock())
+        nvml = SimNvml(rack)
+        nvml.nvmlInit()
+        return rack, nvml, NvmlReader(nvml, now=rack.clock.now, deadline_s=0.5)
+
+    return make
+
+
+@pytest.fixture
 def sim_rack(rack07_topology):
     """Build a SimRack on a ManualClock from scenario YAML text (default: healthy rack07)."""
     from opsctl.simulation import compile_rack_spec

@@ -143,22 +143,11 @@ def test_a_gpu_whose_load_failed_is_not_judged_on_its_power_or_temperatures():
     assert sustained_power.checks("gpu0", entry, GB200) == [] and thermal_margins.checks("gpu0", entry, GB200) == []
 
 
-def test_the_power_window_reading_of_a_hung_gpu_costs_one_deadline_and_names_it(hgx_topology):
-    import json
+def test_the_power_window_reading_of_a_hung_gpu_costs_one_deadline_and_names_it(hgx_with_a_gpu_that_hangs):
     import time
 
-    from opsctl.simulation import compile_rack_spec
-    from opsctl.simulation.scenario import scenario_from_text
-    from probes.sim import SimNvml, SimRack
-    from probes.sim.clock import WallClock
-
     # gpu6's driver stops answering 1 s in (wall clock): after the first reading, before the power window's.
-    spec = compile_rack_spec(scenario_from_text("faults:\n  - {kind: gpu_hang, gpu: gpu6, nvml: true, start_s: 1}\n"),
-                             hgx_topology)
-    rack = SimRack(json.loads(json.dumps(spec.to_dict())), clock=WallClock())
-    nvml = SimNvml(rack)
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.clock.now, deadline_s=0.5)
+    rack, nvml, reader = hgx_with_a_gpu_that_hangs("gpu6")
     time.sleep(max(0.0, 1.2 - rack.now()))
     began = time.monotonic()
     found = reader.read_power_window_each(range(8))

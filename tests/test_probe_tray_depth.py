@@ -120,23 +120,13 @@ def test_the_simulators_aer_errors_count_on_their_gpu_from_before_to_after(sim_r
     assert gpus[3]["host_link"]["width"] == 16  # the AER errors alone: the link still trained at its best
 
 
-def test_a_gpu_whose_nvml_hangs_in_the_configuration_reading_costs_one_deadline_and_is_named(hgx_topology):
-    import json
+def test_a_gpu_whose_nvml_hangs_in_the_configuration_reading_costs_one_deadline_and_is_named(hgx_with_a_gpu_that_hangs):
     import time
 
-    from opsctl.simulation import compile_rack_spec
-    from opsctl.simulation.scenario import scenario_from_text
-    from probes.sim import SimNvml, SimRack
-    from probes.sim.clock import WallClock
     from probes.tray_depth import DepthReading
 
     # gpu1's driver stops answering 1 s in (wall clock): after the first reading, before the configuration's.
-    spec = compile_rack_spec(scenario_from_text("faults:\n  - {kind: gpu_hang, gpu: gpu1, nvml: true, start_s: 1}\n"),
-                             hgx_topology)
-    rack = SimRack(json.loads(json.dumps(spec.to_dict())), clock=WallClock())
-    nvml = SimNvml(rack)
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.clock.now, deadline_s=0.5)
+    rack, nvml, reader = hgx_with_a_gpu_that_hangs("gpu1")
     before = reader.read_all(links=False)
     time.sleep(max(0.0, 1.2 - rack.now()))
     began = time.monotonic()
