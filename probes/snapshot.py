@@ -5,6 +5,7 @@ tray's snapshot is its ports, the far ends of the same links ("side": "switch").
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -44,9 +45,9 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
     gpus: list[dict[str, Any]] = []
     # The window as it was, not as asked: on a loaded tray the reads and the wait run long, and
     # counts over 2.3 s divided by 2 s would overstate every rate judged against a per-second limit.
-    measured = sorted(last.time - first.time for first, last in zip(before, after)
-                      if not (first.hung or last.hung) and last.time > first.time)
-    window = measured[len(measured) // 2] if measured else float(window_s)
+    measured = [last.time - first.time for first, last in zip(before, after)
+                if not (first.hung or last.hung) and last.time > first.time]
+    window = statistics.median(measured) if measured else float(window_s)
     for first, last in zip(before, after):
         hung = first if first.hung else last if last.hung else None
         reachable = not (first.lost or last.lost or hung)

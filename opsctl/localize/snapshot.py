@@ -31,6 +31,7 @@ link listed twice). Anything malformed is an InputError naming the file, the ent
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -334,10 +335,10 @@ def assemble_snapshot(rack: str, model: RackModel, window_s: float, tray_documen
             gpus.append(entry)
     # The trays measure their windows (a loaded tray's runs a little past the one asked for); the
     # rack's is their median, so the rates judged are the counts over the time they were counted in.
-    measured = sorted(float(document["window_seconds"]) for document in tray_documents.values()
-                      if isinstance(document.get("window_seconds"), (int, float)) and document["window_seconds"] > 0)
+    measured = [float(document["window_seconds"]) for document in tray_documents.values()
+                if isinstance(document.get("window_seconds"), (int, float)) and document["window_seconds"] > 0]
     if measured:
-        window_s = measured[len(measured) // 2]
+        window_s = statistics.median(measured)
     snapshot: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "rack": rack, "model": model.name, "window_seconds": window_s,
                                 "links": links, "gpus": gpus, "trays": trays}
     if taken:
