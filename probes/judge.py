@@ -22,6 +22,7 @@ from probes.compute import DTYPES
 from probes import xids
 from probes.gemm import TOLERANCE_SOURCE
 from probes.gpu_deadline import DEADLINE_SOURCE
+from probes.shipped_yaml import load_shipped_yaml
 
 REFERENCES = Path(__file__).parent / "references"
 SHARED_FILES = ("rules.yaml", "xids.yaml")
@@ -53,7 +54,7 @@ FIGURES = {"nvlink_links": "value", "membw": "min_gbps", "nvlink_peer": "min_gbp
 
 def _load(path: str | Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_shipped_yaml(path)
     except OSError as error:
         raise ReferencesError(f"{path}: {error.strerror or error}") from None
     except yaml.YAMLError as error:

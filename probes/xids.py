@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from probes.shipped_yaml import load_shipped_yaml
 
 CATALOG_FILE = Path(__file__).parent / "references" / "xids.yaml"
 VERDICT_ORDER = ("pass", "warn", "fail")
@@ -41,7 +41,7 @@ class XidRuling:
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, Any]:
-    return yaml.safe_load(CATALOG_FILE.read_text())
+    return load_shipped_yaml(CATALOG_FILE)
 
 
 def nvlink5_rows(code: int) -> list[dict[str, Any]]:

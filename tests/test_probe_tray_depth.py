@@ -120,6 +120,7 @@ def test_the_simulators_aer_errors_count_on_their_gpu_from_before_to_after(sim_r
     assert gpus[3]["host_link"]["width"] == 16  # the AER errors alone: the link still trained at its best
 
 
+@pytest.mark.slow
 def test_a_gpu_whose_nvml_hangs_in_the_configuration_reading_costs_one_deadline_and_is_named(hgx_with_a_gpu_that_hangs):
     import time
 
@@ -190,7 +191,7 @@ def test_bad_hbm_cells_read_back_wrong_in_their_range_and_only_where_the_test_re
 
 def test_every_pattern_writes_a_0_and_a_1_to_every_bit():
     addresses = np.arange(1024, dtype=np.uint64)
-    from probes.compute.memory_patterns import numpy_words
+    from probes.sim.memory import numpy_words
 
     for pattern, passes in PATTERNS.items():
         words = [numpy_words(recipe, addresses, 7) for recipe in passes]
@@ -217,6 +218,7 @@ def test_the_reference_block_reaches_the_far_end_of_the_result():
     assert len(rows) == 16 and rows[0] == 0 and rows[-1] > 15000
 
 
+@pytest.mark.slow
 def test_the_torch_memory_test_and_checksum_on_the_cpu():
     torch = pytest.importorskip("torch")
     from probes.compute.torch_device import TorchDevice

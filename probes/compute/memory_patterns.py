@@ -2,16 +2,12 @@
 memtest86's: moving inversions, address in address, random data).
 
 A pass is a recipe, materialized by each device in its own arrays (NumPy for the simulator,
-PyTorch on the GPU): ("constant", 64-bit word), ("address", inverted) — each word holds its
+probes/sim/memory.py; PyTorch on the GPU): ("constant", 64-bit word), ("address", inverted) — each word holds its
 own address — or ("random", inverted) — seeded random words. Every pattern also writes its
 complement, so each bit of each word is seen holding a 0 and a 1.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
 
 ONES = 0xFFFFFFFFFFFFFFFF
 PATTERNS = {
@@ -22,18 +18,6 @@ PATTERNS = {
     "address_in_address": (("address", False), ("address", True)),
     "random": (("random", False), ("random", True)),
 }
-
-
-def numpy_words(recipe: tuple[str, Any], addresses: np.ndarray, seed: int) -> np.ndarray:
-    """A pass's words for 8-byte words at `addresses` (uint64 array of word addresses)."""
-    kind, arg = recipe
-    if kind == "constant":
-        return np.full(addresses.shape, arg, dtype=np.uint64)
-    if kind == "address":
-        words = addresses.copy()
-    else:
-        words = np.random.default_rng(seed).integers(0, 2**63, size=addresses.shape, dtype=np.uint64)
-    return ~words if arg else words
 
 
 def signed(word: int) -> int:

@@ -10,10 +10,22 @@ from typing import Any
 
 import numpy as np
 
-from probes.compute.memory_patterns import PATTERNS, numpy_words
+from probes.compute.memory_patterns import PATTERNS
 
 USED_BYTES = 600 * 2**20  # what the simulated NVML reports in use (nvmlDeviceGetMemoryInfo)
 WORDS = 2**14  # 8-byte words of the buffer that stands for the tested memory
+
+
+def numpy_words(recipe: tuple[str, Any], addresses: np.ndarray, seed: int) -> np.ndarray:
+    """A pass's words for 8-byte words at `addresses` (uint64 array of word addresses)."""
+    kind, arg = recipe
+    if kind == "constant":
+        return np.full(addresses.shape, arg, dtype=np.uint64)
+    if kind == "address":
+        words = addresses.copy()
+    else:
+        words = np.random.default_rng(seed).integers(0, 2**63, size=addresses.shape, dtype=np.uint64)
+    return ~words if arg else words
 
 
 def free_bytes(gpu: Any) -> int:
