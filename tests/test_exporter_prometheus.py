@@ -16,6 +16,8 @@ from opsctl.topology import build_topology
 from tests.conftest import REPO
 from tests.test_exporter_dashboard import dashboard, expressions
 
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 INVENTORY = """
 all:
   children:
@@ -103,6 +105,8 @@ def scraped(tmp_path_factory):
     exporter, started = start_exporter(tmp_path)
     prometheus, base = start_prometheus(tmp_path, started["port"])
     try:
+        # Serving before any test asks: each test must hold on its own, in whatever order it runs.
+        eventually(lambda: api(base, "status/buildinfo"))
         yield base
     finally:
         for process in (prometheus, exporter):
