@@ -25,6 +25,36 @@ def pytest_configure(config):
     os.environ.pop("OPSCTL_DB", None)
 
 
+# The suite runs on pytest-xdist workers (scripts/test). A test that shares an expensive
+# session fixture goes with the others that share it, so the fixture is made once per run, not
+# once per worker; so do the tests of a module with a module-scoped fixture.
+SHARED_FIXTURE_GROUPS = {"rack07_over_ssh": "rack07-over-ssh", "slurm_cluster": "slurm"}
+# Fixtures that start a real service: their tests are marked `service`.
+SERVICE_FIXTURES = {"sshd", "slurm_cluster", "postgres_server", "postgres_database"}
+
+
+def _xdist_group(item):
+    names = set(item.fixturenames)
+    for fixture, group in SHARED_FIXTURE_GROUPS.items():
+        if fixture in names:
+            return group
+    definitions = getattr(item, "_fixtureinfo", None)
+    for name in names:
+        defs = definitions.name2fixturedefs.get(name, ()) if definitions else ()
+        if defs and defs[-1].scope == "module":
+            return item.module.__name__
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        if SERVICE_FIXTURES & set(item.fixturenames) or "[postgresql]" in item.nodeid:
+            item.add_marker(pytest.mark.service)
+
+
 @dataclass
 class CliResult:
     code: int

@@ -5,7 +5,11 @@ import getpass
 import hashlib
 import socket
 
+import pytest
+
 from tests.conftest import assert_one_line_error
+
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
 
 CRITERIA = """criteria: lab-handover
 version: "2026.11"

@@ -71,6 +71,8 @@ def free_port():
 
 # --- the files themselves ----------------------------------------------------------------------
 
+
+@pytest.mark.slow
 def test_the_example_inventory_is_read_by_opsctl_and_by_ansible(opsctl, ansible_env):
     example = ANSIBLE / "inventory.example.yaml"
     racks = opsctl("--inventory", example, "inventory", "list", "--json")
@@ -94,12 +96,14 @@ def test_every_role_variable_an_inventory_may_set_is_known_to_opsctl():
 
 
 @pytest.mark.parametrize("name", PLAYBOOKS)
+@pytest.mark.slow
 def test_the_playbook_passes_syntax_check(name, ansible_env):
     result = playbook(ansible_env, name, ANSIBLE / "inventory.example.yaml", "--syntax-check")
     assert result.returncode == 0, result.log
     assert f"playbook: {ANSIBLE / name}" in result.stdout
 
 
+@pytest.mark.slow
 def test_playbooks_and_roles_pass_ansible_lint_production_profile(ansible_env):
     """No exception: ansible/.ansible-lint asks for the strictest profile and skips no rule."""
     result = subprocess.run([tool("ansible-lint"), "--nocolor"], capture_output=True, text=True, cwd=ANSIBLE,
@@ -163,6 +167,7 @@ def tray(tmp_path_factory, ansible_env):
                         port, result.stdout)
 
 
+@pytest.mark.slow
 def test_deploy_installs_opsctl_into_a_venv_on_the_tray(tray):
     assert (tray.venv / "pyvenv.cfg").is_file()
     found = subprocess.run([tray.venv / "bin" / "python", "-c", "import exporters, opsctl, probes; print(probes.__file__)"],
@@ -190,6 +195,7 @@ def accepted(tray, ansible_env):
     return result, run_dir
 
 
+@pytest.mark.slow
 def test_acceptance_yml_accepts_the_deployed_tray_by_the_given_criteria(tray, accepted):
     result, run_dir = accepted
     assert result.returncode == 0, result.log
@@ -205,6 +211,7 @@ def test_acceptance_yml_accepts_the_deployed_tray_by_the_given_criteria(tray, ac
     assert (run_dir / "hgxa" / "report.html").is_file() and (run_dir / "hgxa" / "junit.xml").is_file()
 
 
+@pytest.mark.slow
 def test_the_exporter_unit_verifies_and_its_execstart_serves_the_tray(tray, accepted):
     """The unit's own ExecStart line, started as a plain process (no systemd here), serves the
     tray's GPUs and the acceptance run's burn-in results the tray kept."""
@@ -259,6 +266,8 @@ def _scrape_until(url, process, done, timeout=120):
 
 # --- burnin.yml across a fleet ------------------------------------------------------------------
 
+
+@pytest.mark.slow
 def test_burnin_yml_runs_a_fleet_in_batches_and_a_failing_rack_does_not_stop_it(tray, sshd, ansible_env, tmp_path):
     """Four racks, one batch of three trays then one of two: hgxa healthy (local); hgxb with a bad
     NVLink, over ssh; hgxc unreachable (its ssh host key is not trusted); nvld, two trays of an

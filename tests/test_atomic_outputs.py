@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 RULES_LIMIT_BYTES = 512
 PLOT_LIMIT_BYTES = 8192
 
@@ -34,6 +36,7 @@ def test_a_rule_file_that_cannot_be_written_leaves_the_old_one_whole(opsctl, tmp
     assert {path.name: path.read_bytes() for path in rules.iterdir()} == before  # no temporary left, nothing cut
 
 
+@pytest.mark.slow
 def test_a_plot_that_cannot_be_written_leaves_the_old_one_whole(opsctl, tmp_path):
     from opsctl.errors import InputError
     from opsctl.ledger.plot import plot_failures

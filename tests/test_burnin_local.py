@@ -8,9 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import assert_one_line_error
 
 
+@pytest.mark.slow
 def test_hgx01_passes_and_its_run_folder_holds_everything(opsctl, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     result = opsctl("burnin", "hgx01", "--duration", "2", "--json")
@@ -28,6 +31,7 @@ def test_hgx01_passes_and_its_run_folder_holds_everything(opsctl, tmp_path, monk
     assert summary["by"].count("@") == 1 and summary["criteria"]["name"] == "opsctl-default"
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_probes_and_keeps_the_run(tmp_path):
     run = tmp_path / "run"
     process = subprocess.Popen([sys.executable, "-m", "opsctl", "burnin", "hgx01", "--duration", "120", "--out", run],

@@ -1,7 +1,10 @@
 """The burn-in hands its failing links to the localizer, so the verdict names parts to repair:
 the connector whose bent pins made three links fail, not only the three links."""
 
+import pytest
 
+
+@pytest.mark.slow
 def test_the_verdict_names_the_part_behind_the_failing_links(rack07_over_ssh):
     summary = rack07_over_ssh.summary()
     parts = {s["component"]: s for s in summary["suspects"] if not s.get("alternative_to")}

@@ -4,6 +4,8 @@ spread pass and still catch the seeded slow GPU (−14%) and the thermal throttl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pytest
+
 from opsctl.acceptance.criteria import load_criteria
 from opsctl.burnin.rack_relative import RackGpu, judge_rack_relative
 
@@ -54,6 +56,7 @@ def test_the_simulators_healthy_rack_passes_and_its_faulty_gpus_fail(sim_rack):
 @settings(max_examples=60, deadline=None)
 @given(spread=st.lists(st.floats(-0.025, 0.025), min_size=72, max_size=72),
        slow=st.integers(0, 71), temperatures=st.lists(st.integers(-4, 4), min_size=72, max_size=72))
+@pytest.mark.slow
 def test_a_healthy_spread_never_fails_and_a_14_percent_slow_gpu_always_does(spread, slow, temperatures):
     readings = [_reading(1950.0 * (1 + s), temperature=69 + dt) for s, dt in zip(spread, temperatures)]
     assert not _failing(judge_rack_relative(_gpus(readings), CRITERIA)[0])

@@ -43,6 +43,7 @@ def blackwell_burnin(tmp_path_factory):
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+@pytest.mark.slow
 def test_each_nvlink5_counter_fails_its_own_link(blackwell_burnin):
     assert blackwell_burnin.code == 1, blackwell_burnin.err[-2000:]
     summary = blackwell_burnin.json()
@@ -56,6 +57,7 @@ def test_each_nvlink5_counter_fails_its_own_link(blackwell_burnin):
     assert set(summary["failing"]["links"]) == {f"rack07/{link}" for link, _ in NVLINK5.values()}
 
 
+@pytest.mark.slow
 def test_xids_140_150_and_one_the_catalog_lacks_fail_their_gpus(blackwell_burnin):
     summary = blackwell_burnin.json()
     assert set(summary["failing"]["gpus"]) == {f"rack07/{gpu}" for gpu in XID_GPUS.values()}
@@ -66,6 +68,7 @@ def test_xids_140_150_and_one_the_catalog_lacks_fail_their_gpus(blackwell_burnin
     assert summary["failing"]["other"] == [] and summary["failing"]["trays"] == []
 
 
+@pytest.mark.slow
 def test_an_nvlink5_xid_is_decoded_from_the_trays_kernel_log(tmp_path, rack07_topology):
     """XID 145 with the registers of a non-fatal RLW_REMAP row is a warning; the same code with a
     fatal row's registers fails; without a line, the most severe row (fail) applies."""

@@ -36,6 +36,7 @@ def test_atomic_writes_get_the_mode_open_would_give(tmp_path, umask):
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["report.html", "summary.json"]  # no temporary left
 
 
+@pytest.mark.slow
 def test_a_burnins_run_folder_and_a_snapshot_are_readable_by_others(opsctl, tmp_path, umask, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     result = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "run", "--no-ledger")
@@ -48,6 +49,7 @@ def test_a_burnins_run_folder_and_a_snapshot_are_readable_by_others(opsctl, tmp_
     assert stat.S_IMODE((tmp_path / "snap.json").stat().st_mode) == 0o644
 
 
+@pytest.mark.slow
 def test_a_fleet_runs_files_are_readable_by_others(opsctl, tmp_path, umask):
     assert opsctl("fleet", "plan", tmp_path / "fleet", "--racks", "hgx01", "--duration", "1").code == 0
     assert opsctl("report", tmp_path / "fleet", "--no-ledger").code == 3
@@ -56,6 +58,7 @@ def test_a_fleet_runs_files_are_readable_by_others(opsctl, tmp_path, umask):
     assert set(found.values()) == {0o644}, found
 
 
+@pytest.mark.slow
 def test_an_hgx_tray_is_called_by_its_name_everywhere(opsctl, tmp_path):
     result = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "run", "--no-ledger", "--json")
     assert result.code == 0, result.err

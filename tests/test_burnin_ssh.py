@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from opsctl.backend import sim_spec_for
 from opsctl.cli.commands.sim import injected_faults
 from opsctl.inventory import load_inventory
@@ -28,6 +30,7 @@ def _injected():
     return gpus, links
 
 
+@pytest.mark.slow
 def test_the_whole_rack_burns_in_over_ssh_and_the_verdict_names_every_fault(rack07_over_ssh):
     result = rack07_over_ssh
     assert result.code == 1, result.err[-3000:]
@@ -93,6 +96,7 @@ def _started_in_last_session(run):
     return {e["tray"] for e in events[last:] if e["event"] == "tray_started"}
 
 
+@pytest.mark.slow
 def test_unreachable_trays_a_killed_run_and_resuming_it(sshd, tmp_path):
     """ct04 is marked unreachable in the simulator (its probe exits 3 and prints nothing); ct05's
     host refuses the connection. The run is killed midway, resumed (INCOMPLETE, exit 3, the

@@ -45,6 +45,7 @@ def gb200_burnin(tmp_path_factory):
                   list(GB200_FAULTS))
 
 
+@pytest.mark.slow
 def test_each_tray_depth_fault_names_its_gpus_with_their_repair_and_nothing_else(gb200_burnin):
     assert gb200_burnin.code == 1, gb200_burnin.err[-2000:]
     summary = gb200_burnin.json()
@@ -68,6 +69,7 @@ def test_each_tray_depth_fault_names_its_gpus_with_their_repair_and_nothing_else
     assert "120.000–120.004 GiB" in hbm["reason"] and "DCGM" in hbm["source"]
 
 
+@pytest.mark.slow
 def test_a_pcie_link_below_its_best_or_with_uncorrectable_aer_errors_fails_its_hgx_gpu(tmp_path):
     # gpu2: 10 non-fatal AER errors a second, its link at its best; gpu1: correctable ones only (not judged).
     result = burnin(tmp_path, "hgx-h100", "hgx01", ["hgx01-node"], ["{kind: pcie_degraded, gpu: gpu5, width: 8, gen: 4}",

@@ -1,8 +1,11 @@
 """The CLI as users and scripts meet it: JSON output, exit codes, one-line errors."""
 
+import pytest
+
 from tests.conftest import assert_one_line_error
 
 
+@pytest.mark.slow
 def test_topology_show_json_is_the_contract_document(opsctl):
     result = opsctl("topology", "show", "rack07", "--json")
     assert result.code == 0
@@ -52,6 +55,7 @@ def test_usage_errors_are_one_line_and_exit_2(opsctl):
     assert_one_line_error(opsctl("nonsense"), 2, "No such command")
 
 
+@pytest.mark.slow
 def test_a_real_process_prints_no_traceback_on_bad_input(opsctl_process, tmp_path):
     bad = tmp_path / "inv.yaml"
     bad.write_text("all:\n  children:\n    r:\n      vars: {opsctl_model: gb200-nvl72}\n      hosts: {r-ct01: , r-ct01: }\n")

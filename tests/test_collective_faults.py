@@ -12,6 +12,8 @@ from opsctl.inventory import load_inventory
 from tests.conftest import free_port
 from tests.test_probe_collective import finish, simulated_job, spec_file
 
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 TRAYS = ["ct01", "ct02"]  # two processes: the least that can name each other
 SMALL = ("--sizes", "8K", "--no-bisect")  # one small size: what is judged here is who answered and what came back
 

@@ -64,6 +64,7 @@ def test_a_new_reading_makes_the_next_scrape_render_again(quiet_exporter):
     assert cache.renders == before + 1
 
 
+@pytest.mark.slow
 def test_half_sent_requests_closed_at_once_cost_no_render(quiet_exporter):
     served, server = quiet_exporter(max_connections=200)
     before = served.exporter.cache.renders
@@ -75,6 +76,7 @@ def test_half_sent_requests_closed_at_once_cost_no_render(quiet_exporter):
     assert served.exporter.cache.renders == before
 
 
+@pytest.mark.slow
 def test_one_connection_over_the_cap_is_answered_busy_and_the_cap_frees_up(quiet_exporter):
     served, server = quiet_exporter(max_connections=3, request_timeout_s=1.0)
     idle = [half_sent(served.exporter.port) for _ in range(3)]
@@ -90,6 +92,7 @@ def test_one_connection_over_the_cap_is_answered_busy_and_the_cap_frees_up(quiet
     assert server.refused == 1
 
 
+@pytest.mark.slow
 def test_a_client_that_trickles_its_request_is_cut_off_at_the_request_timeout(quiet_exporter):
     served, server = quiet_exporter(request_timeout_s=1.0)
     sock = socket.create_connection(("127.0.0.1", served.exporter.port), timeout=10)

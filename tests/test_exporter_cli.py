@@ -26,6 +26,7 @@ def runbook_urls(path):
 
 
 @pytest.mark.parametrize("base", ["https://git.example.com/ops/opsctl/blob/main/", "https://wiki.example.com/x?page=ops #1: runbooks"])
+@pytest.mark.slow
 def test_rules_are_written_with_the_sites_runbook_base(opsctl, tmp_path, base):
     result = opsctl("exporter", "rules", "-o", tmp_path / "rules", "--runbook-base", base, "--json")
     assert result.code == 0, result.err

@@ -7,6 +7,8 @@ import re
 
 import yaml
 
+import pytest
+
 from exporters.alert_rules import rule_files
 from tests.conftest import REPO
 
@@ -57,6 +59,7 @@ def test_panels_and_variables_are_well_formed():
     assert [name for name, _ in sorted(columns.items(), key=lambda item: item[1])][1:] == [str(p) for p in range(18)]
 
 
+@pytest.mark.slow
 def test_every_metric_on_the_dashboard_is_served(sim_exporter, tmp_path):
     run = {"format": "opsctl-probe/1", "kind": "run", "tray": "ct03", "finished": "2026-11-30T10:00:00Z",
            "gpus": [{"index": 0, "gemm": {"bf16": {"tflops_median": 1950.0}}, "checks": [{"verdict": "pass"}]}]}

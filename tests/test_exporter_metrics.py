@@ -29,6 +29,7 @@ def all_up(count):
     return lambda samples: sum(values(samples, "opsctl_gpu_up")) == count
 
 
+@pytest.mark.slow
 def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_exporter):
     text = (REPO / "opsctl/data/scenarios/rack07-seeded.yaml").read_text()
     served = sim_exporter(text, at_s=100, interval=60)
@@ -59,6 +60,7 @@ def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_e
     assert set(values(samples, "opsctl_exporter_up")) == {1} and set(values(samples, "opsctl_tray_gpus_visible")) == {4}
 
 
+@pytest.mark.slow
 def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_topology):
     scenario = ("faults:\n"
                 "  - {kind: xid, gpu: gpu2, xid: 48, at_s: 1.5, repeat_s: 1, count: 3}\n"
@@ -75,6 +77,7 @@ def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_top
     assert values(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=0) == []
 
 
+@pytest.mark.slow
 def test_a_lost_gpu_shows_as_lost_and_the_others_keep_reporting(sim_exporter, hgx_topology):
     # Lost 8 s in: the exporter must have read all eight up first (its first reading comes at once,
     # but a busy machine can take seconds to start it), so that it knows gpu3's identity.
@@ -91,6 +94,7 @@ def test_a_lost_gpu_shows_as_lost_and_the_others_keep_reporting(sim_exporter, hg
     assert served.wait_for(lambda s: values(s, "opsctl_gpu_xid_events_total", gpu=3, xid=79) == [1])
 
 
+@pytest.mark.slow
 def test_a_hung_nvml_call_stalls_only_its_gpu(sim_exporter, hgx_topology):
     armed, release = threading.Event(), threading.Event()
 
@@ -116,6 +120,7 @@ def test_a_hung_nvml_call_stalls_only_its_gpu(sim_exporter, hgx_topology):
         release.set()
 
 
+@pytest.mark.slow
 def test_parallel_scrapes_each_get_a_whole_document(sim_exporter, hgx_topology):
     # Readings change under the scrapes (every 0.3 s); a GPU turns stale only after 30 s.
     served = sim_exporter(topology=hgx_topology, interval=0.3, stale_after=30)
@@ -127,6 +132,7 @@ def test_parallel_scrapes_each_get_a_whole_document(sim_exporter, hgx_topology):
     assert len(values(scrapes[0], "opsctl_nvlink_up")) == 8 * 18
 
 
+@pytest.mark.slow
 def test_what_nvml_does_not_support_is_absent_not_zero(sim_exporter, hgx_topology):
     scenario = ("faults:\n  - {kind: not_supported, gpu: ct03/gpu1, calls: [nvmlDeviceGetPowerUsage],"
                 " fields: [NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER]}\n")
@@ -143,6 +149,7 @@ def test_what_nvml_does_not_support_is_absent_not_zero(sim_exporter, hgx_topolog
     assert len(values(hopper, "opsctl_nvlink_replay_errors_total")) == 8 * 18
 
 
+@pytest.mark.slow
 def test_the_rulebooks_readings_are_exported_nvlink5_counters_fabric_bits_and_the_recovery_action(sim_exporter):
     """Every counter, fabric bit and recovery action the rulebook judges has a series for the
     alerts (exporters/rules; tests/test_exporter_rules.py checks their thresholds)."""
@@ -172,6 +179,7 @@ def burnin_gpu(index, tflops, verdicts, uuid=None):
             "membw": {"gbps": 6750.0}, "checks": [{"check": "gemm.bf16", "verdict": v} for v in verdicts]}
 
 
+@pytest.mark.slow
 def test_the_last_burn_in_of_each_gpu(sim_exporter, tmp_path):
     results = tmp_path / "runs"
     (results / "older").mkdir(parents=True)

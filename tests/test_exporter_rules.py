@@ -35,6 +35,7 @@ def unit_tests():
     return [yaml.safe_load(path.read_text()) for path in sorted((RULES_DIR / "tests").glob("*.yml"))]
 
 
+@pytest.mark.slow
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass():
     check = subprocess.run(["promtool", "check", "rules", *rule_files()], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -43,6 +44,7 @@ def test_promtool_accepts_the_rules_and_their_unit_tests_pass():
     assert tests.returncode == 0, tests.stdout + tests.stderr
 
 
+@pytest.mark.slow
 def test_every_alert_has_a_case_that_fires_and_one_that_does_not():
     fires, quiet = set(), set()
     for document in unit_tests():

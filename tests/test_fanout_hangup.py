@@ -21,6 +21,8 @@ import pytest
 from opsctl.fanout import FanoutOptions, run_on_trays
 from opsctl.inventory import load_inventory
 
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 LONG_RUN = ["run", "--duration", "600", "--json"]
 LONG_SNAPSHOT = ["snapshot", "--window", "600", "--json"]
 GONE_WITHIN_S = 10.0

@@ -6,8 +6,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from opsctl.fanout import FanoutOptions, run_on_trays
 from opsctl.inventory import load_inventory
+
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
 
 RACK07 = load_inventory().rack("rack07")
 

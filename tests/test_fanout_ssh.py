@@ -21,6 +21,7 @@ def _by_tray(results):
     return {r.tray: r for r in results}
 
 
+@pytest.mark.slow
 def test_an_unknown_host_key_is_refused(sshd, tmp_path):
     known = sshd.write_known_hosts(tmp_path / "known_hosts", sshd.addresses[:1])  # trusts ct01 only
     before = known.read_text()
@@ -38,6 +39,7 @@ def test_a_changed_host_key_is_refused_even_when_new_keys_are_accepted(sshd, tmp
     assert result.status == "incomplete" and "is not the one in" in result.reason
 
 
+@pytest.mark.slow
 def test_accepting_new_host_keys_records_them(sshd, tmp_path):
     known = tmp_path / "known_hosts"
     known.write_text("")
@@ -77,6 +79,7 @@ def silent_host():
     server.close()
 
 
+@pytest.mark.slow
 def test_refused_and_silent_hosts_are_incomplete_with_the_reason(sshd, tmp_path, silent_host):
     known = sshd.write_known_hosts(tmp_path / "known_hosts")
     inventory = sshd.inventory(tmp_path / "inventory.yaml", trays=["ct01", "ct02"], known_hosts=known,

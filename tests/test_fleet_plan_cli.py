@@ -4,6 +4,8 @@ not report is unreported, not failing, and says so in a sentence."""
 
 import json
 
+import pytest
+
 from tests.conftest import assert_one_line_error
 from tests.test_report_cli import record, write_fleet
 
@@ -31,6 +33,7 @@ def test_the_plan_prints_each_trays_probe_command(opsctl, tmp_path):
     assert "--sim-spec SPEC" in result.out and "opsctl report" in result.out
 
 
+@pytest.mark.slow
 def test_trays_that_did_not_report_are_unreported_not_failing(opsctl, tmp_path):
     planned = opsctl("fleet", "plan", tmp_path / "run", "--racks", "rack07", "--duration", "1")
     assert planned.code == 0, planned.err
@@ -49,6 +52,7 @@ def test_trays_that_did_not_report_are_unreported_not_failing(opsctl, tmp_path):
     assert len(rack["not_reported"]) == 27 and rack["verdict"] == "INCOMPLETE"
 
 
+@pytest.mark.slow
 def test_trays_with_different_reasons_are_named_by_reason(opsctl, tmp_path):
     planned = opsctl("fleet", "plan", tmp_path / "run", "--racks", "rack07", "--duration", "1", "--json")
     assert planned.code == 0, planned.err

@@ -101,6 +101,7 @@ def test_a_snapshot_without_links_blames_no_part_for_an_nvlink_xid():
 
 # --- a burn-in too short to judge --------------------------------------------------------------------------
 @pytest.mark.parametrize("duration, short", [(1e-3, {"gemm.bf16.windows", "gemm.fp8.windows"}), (3.0, set())])
+@pytest.mark.slow
 def test_a_burn_in_too_short_to_judge_is_incomplete_never_a_pass(tmp_path, hgx_topology, duration, short):
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text

@@ -86,6 +86,7 @@ def test_snapshot_counters_too_large_for_nvml_or_a_list_for_a_gpu_are_refused(op
     assert opsctl("localize", tmp_path / "snap.json").code in (0, 1, 3)  # the largest NVML counter reads
 
 
+@pytest.mark.slow
 def test_json_nested_100000_deep_is_refused_by_every_json_reader(opsctl, tmp_path):
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
@@ -176,6 +177,7 @@ def test_a_year_outside_2000_to_2100_never_enters_the_ledger(opsctl, tmp_path, a
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_the_first_and_last_years_are_accepted(opsctl, tmp_path):
     db = f"sqlite:///{tmp_path}/l.sqlite"
     assert opsctl("ledger", "rack", "rack07", "--handover", "2000-01-01", "--db", db).code == 0
@@ -237,6 +239,7 @@ def test_a_journal_line_cut_by_a_crash_does_not_swallow_the_next_event(tmp_path)
     assert sorted(journal.last_outcomes()) == ["ct01", "ct02"]
 
 
+@pytest.mark.slow
 def test_a_ledger_locked_too_long_says_who_holds_it_and_to_retry(opsctl, monkeypatch, tmp_path):
     from opsctl.ledger import database
 

@@ -76,6 +76,7 @@ def folder(tmp_path_factory):
 
 @SETTINGS
 @given(mutated(sim_inventory()))
+@pytest.mark.slow
 def test_inventory(folder, document):
     (folder / "inv.yaml").write_text(as_yaml(document))
     assert_read_or_refused(*cli("-i", folder / "inv.yaml", "inventory", "list"))
@@ -91,6 +92,7 @@ def test_fault_scenario(folder, document):
 
 @SETTINGS
 @given(mutated(CRITERIA))
+@pytest.mark.slow
 def test_criteria(folder, document):
     from opsctl.acceptance.criteria import load_criteria
     from opsctl.errors import InputError
@@ -110,6 +112,7 @@ def test_criteria(folder, document):
 
 @SETTINGS
 @given(mutated(SNAPSHOT))
+@pytest.mark.slow
 def test_snapshot(folder, document):
     (folder / "snap.json").write_text(json.dumps(document))
     # A snapshot that reads is localized: faulty (1), healthy (0), or too little seen to say (3).

@@ -84,6 +84,7 @@ def failing(document):
     return {(c["component"], c["check"]) for gpu in document["gpus"] for c in gpu["checks"] if c["verdict"] == "fail"}
 
 
+@pytest.mark.slow
 def test_a_gpu_whose_nvml_hangs_is_named_while_its_seven_siblings_are_burned_in(hgx_tray):
     from probes.run import RunOptions, TrayRun
 
@@ -100,6 +101,7 @@ def test_a_gpu_whose_nvml_hangs_is_named_while_its_seven_siblings_are_burned_in(
     assert run.hung  # the stuck call must not hold the process at exit
 
 
+@pytest.mark.slow
 def test_a_gpu_whose_compute_hangs_fails_alone_and_the_others_keep_their_results(hgx_tray):
     from probes.run import RunOptions, TrayRun
 
@@ -114,6 +116,7 @@ def test_a_gpu_whose_compute_hangs_fails_alone_and_the_others_keep_their_results
     assert run.hung
 
 
+@pytest.mark.slow
 def test_a_snapshot_names_the_hung_gpu_and_reads_the_rest(hgx_tray):
     from probes.snapshot import take_snapshot
 
@@ -135,6 +138,7 @@ def hung_inventory(tmp_path):
     return inventory
 
 
+@pytest.mark.slow
 def test_burnin_fails_the_hung_and_the_lost_gpu_and_passes_the_six_others(opsctl, hung_inventory, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     result = opsctl("--inventory", hung_inventory, "burnin", "hgx01", "--duration", "2", "--out", tmp_path / "run", "--json")
@@ -150,6 +154,7 @@ def test_burnin_fails_the_hung_and_the_lost_gpu_and_passes_the_six_others(opsctl
                for c in summary["checks"])
 
 
+@pytest.mark.slow
 def test_triage_names_the_hung_gpu_and_the_lost_one(opsctl, hung_inventory, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     result = opsctl("--inventory", hung_inventory, "triage", "hgx01", "--window", "2", "--json")
@@ -160,6 +165,7 @@ def test_triage_names_the_hung_gpu_and_the_lost_one(opsctl, hung_inventory, tmp_
     assert "6/8 GPUs" in shown.out and "gpu.hung" in shown.out
 
 
+@pytest.mark.slow
 def test_the_exporter_serves_the_seven_answering_gpus_and_shows_the_hung_one_stale(sim_exporter, hgx_topology):
     served = sim_exporter(HUNG_AND_LOST, topology=hgx_topology)
 

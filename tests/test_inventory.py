@@ -138,6 +138,7 @@ _trees = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tree=_trees)
+@pytest.mark.slow
 def test_generated_inventories_load_or_fail_cleanly(tmp_path, tree):
     import yaml
 

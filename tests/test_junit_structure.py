@@ -8,6 +8,8 @@ import copy
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+import pytest
+
 from opsctl.reports.junit import render_junit
 
 COUNTS = ("tests", "failures", "errors", "skipped")
@@ -50,6 +52,7 @@ def test_the_seeded_rack07s_junit_is_well_formed(rack07_over_ssh):
                                                  if c["verdict"] == "fail" and "/nvl" not in c["component"]))
 
 
+@pytest.mark.slow
 def test_a_passing_hgx_and_a_rack_with_trays_missing(opsctl, tmp_path):
     result = opsctl("burnin", "hgx01", "--duration", "2", "--out", tmp_path / "run", "--no-ledger", "--json")
     assert result.code == 0, result.err
@@ -72,6 +75,7 @@ def test_a_passing_hgx_and_a_rack_with_trays_missing(opsctl, tmp_path):
     assert root.get("errors") == "2"  # the verdict (INCOMPLETE is never a pass) and the tray
 
 
+@pytest.mark.slow
 def test_xid_checks_of_one_gpu_are_named_by_their_code(opsctl, tmp_path):
     result = opsctl("burnin", "hgx01", "--duration", "2", "--out", tmp_path / "run", "--no-ledger", "--json")
     summary = result.json()

@@ -38,6 +38,7 @@ def small_history(ledger):
                  replaced="tray SN42", rma_ids=["RMA-1"])
 
 
+@pytest.mark.slow
 def test_statistics_are_worked_by_hand(ledger_db):
     with open_ledger(ledger_db) as ledger:
         small_history(ledger)
@@ -60,6 +61,7 @@ def test_statistics_are_worked_by_hand(ledger_db):
     assert stats["burnin"]["racks"] == 1 and stats["burnin"]["racks_failed_first_run"] == 0
 
 
+@pytest.mark.slow
 def test_since_and_rack_narrow_the_window(ledger_db):
     with open_ledger(ledger_db) as ledger:
         small_history(ledger)
@@ -187,6 +189,7 @@ def _triage_files(directory, name, count):
     return paths
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_lose_nothing(ledger_db, tmp_path):
     """Two processes record 40 triages each into one ledger (new: both also migrate it). They
     name the same 36 GPUs, none repaired: every triage lands, and each GPU's fault is one incident
@@ -226,6 +229,7 @@ def _writing(path):
         connection.close()
 
 
+@pytest.mark.slow
 def test_a_killed_import_loses_nothing_recorded_before(opsctl, tmp_path):
     """An import is SIGKILLed in the middle of its one transaction, while it writes: none of it
     remains, what was recorded before is whole, and the ledger opens and computes as before."""

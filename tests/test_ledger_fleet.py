@@ -5,6 +5,8 @@ measures how often the intervals hold over many seeds (about 95 %, as they shoul
 
 import json
 
+import pytest
+
 from bench.fleet_history import simulate_fleet_history
 
 SEED = 3
@@ -47,6 +49,7 @@ def check_against_injected(stats, injected):
     assert burnin["interval"][0] <= injected.burnin_failure_probability <= burnin["interval"][1], burnin
 
 
+@pytest.mark.slow
 def test_a_simulated_fleet_measures_its_injected_rates(opsctl, tmp_path, ledger_db):
     db = ledger_db
     history = simulate_fleet_history(racks=8, days=200, seed=SEED)

@@ -68,6 +68,7 @@ def test_a_file_that_holds_no_ledger_is_not_read_as_an_empty_one(opsctl, tmp_pat
     assert empty.read_bytes() == b""  # not turned into a ledger by a read
 
 
+@pytest.mark.slow
 def test_writers_create_the_file_but_not_a_mistyped_folder(opsctl, tmp_path, monkeypatch):
     missing_folder = tmp_path / "nonexist-dir" / "x.sqlite"
     assert_one_line_error(opsctl("ledger", "rack", "rack07", "--db", missing_folder), 2,
@@ -108,6 +109,7 @@ def test_an_import_of_nothing_says_what_it_expected(opsctl, tmp_path, ledger):
     assert not fresh.exists()
 
 
+@pytest.mark.slow
 def test_an_import_says_how_many_records_of_each_kind(opsctl, tmp_path, ledger, rack07_run):
     assert opsctl("ledger", "record-burnin", rack07_run, "--db", ledger).code == 0
     assert opsctl("ledger", "export", "--format", "csv", "-o", tmp_path / "csv", "--db", ledger).code == 0
@@ -119,6 +121,7 @@ def test_an_import_says_how_many_records_of_each_kind(opsctl, tmp_path, ledger, 
     assert "imported 0 record(s), 2 already in the ledger" in again.out
 
 
+@pytest.mark.slow
 def test_a_document_of_the_wrong_kind_is_refused(opsctl, tmp_path, rack07_run):
     db = tmp_path / "ledger.sqlite"
     snapshot = rack07_run / "snapshot.json"
@@ -144,6 +147,7 @@ def test_a_document_of_the_wrong_kind_is_refused(opsctl, tmp_path, rack07_run):
     assert opsctl("ledger", "record-burnin", rack07_run, "--db", db).code == 0
 
 
+@pytest.mark.slow
 def test_a_burnin_fault_is_counted_once_not_once_per_symptom(opsctl, tmp_path, rack07_run):
     summary = json.loads((rack07_run / "summary.json").read_text())
     declared = [s for s in summary["suspects"] if not s.get("alternative_to")]

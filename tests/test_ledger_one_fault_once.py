@@ -97,6 +97,7 @@ def test_a_failure_said_by_hand_while_the_part_is_open_is_not_a_second_one(ledge
     ("rack07/ct07/gpu0", "rack07/ct07/gpu0/nvl13"),
     ("rack07/st3/sw1", "rack07/st3"),            # a chip of the tray triage named
 ])
+@pytest.mark.slow
 def test_a_repair_of_a_part_that_holds_or_is_held_by_the_fault_claims_it(ledger_db, repaired, triaged):
     with open_ledger(ledger_db) as ledger:
         record_triage({"rack": "rack07", "healthy": False, "suspects": [{"component": triaged}]}, ledger,

@@ -4,6 +4,10 @@ faults is counted exactly once, as its own kind."""
 
 from datetime import datetime, timedelta
 
+import pytest
+
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 
 def test_the_readme_steps_count_each_of_rack07s_faults_once_as_its_own_kind(opsctl, tmp_path):
     db = ("--db", f"sqlite:///{tmp_path / 'ledger.sqlite'}")

@@ -5,6 +5,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from opsctl.ledger import open_ledger
 
 
@@ -19,6 +21,7 @@ def runs(url):
         return [dict(row) for row in tx.rows("SELECT rack, kind, verdict FROM runs ORDER BY recorded_at")]
 
 
+@pytest.mark.slow
 def test_a_burnin_is_recorded_in_the_ledger(opsctl, tmp_path):
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     result = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "run", "--db", url, "--json")
@@ -28,6 +31,7 @@ def test_a_burnin_is_recorded_in_the_ledger(opsctl, tmp_path):
     assert runs(url) == [{"rack": "hgx01", "kind": "burnin", "verdict": "pass"}]
 
 
+@pytest.mark.slow
 def test_no_ledger_records_nothing_and_a_broken_ledger_keeps_the_verdict(opsctl, tmp_path):
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     quiet = opsctl("burnin", "hgx01", "--duration", "1", "--out", tmp_path / "a", "--db", url, "--no-ledger")
@@ -51,6 +55,7 @@ def test_a_ledger_url_of_an_unsupported_scheme_is_a_bad_flag_before_any_work(ops
     assert_one_line_error(opsctl("ledger", "stats", "--db", "sqlite:///"), 2, "names no file")
 
 
+@pytest.mark.slow
 def test_a_triage_is_recorded_with_its_first_suspect_as_an_incident(opsctl, tmp_path):
     inventory = tmp_path / "inventory.yaml"
     (tmp_path / "lab.yaml").write_text("seed: 3\nfaults:\n  - {kind: link_errors, gpu: gpu5, port: 3, replay_per_s: 5}\n")
@@ -68,6 +73,7 @@ def test_a_triage_is_recorded_with_its_first_suspect_as_an_incident(opsctl, tmp_
     assert incidents == [{"part": json.loads(result.out)["suspects"][0]["component"]}]
 
 
+@pytest.mark.slow
 def test_opsctl_report_records_every_rack_it_judged(opsctl, tmp_path):
     from tests.test_report_cli import _journal, record, write_fleet
 

@@ -10,9 +10,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from opsctl.ledger import open_ledger
 from opsctl.runs import RunDirectory
 from tests.conftest import REPO, assert_one_line_error
+
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
 
 
 def runs(url):

@@ -18,6 +18,7 @@ def _stats(url):
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv"])
+@pytest.mark.slow
 def test_export_then_import_into_the_other_database_keeps_every_figure(opsctl, memory_tmp_path, postgres_database, fmt):
     sqlite = f"sqlite:///{memory_tmp_path / 'a.sqlite'}"
     with open_ledger(sqlite) as ledger:

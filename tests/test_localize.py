@@ -41,6 +41,7 @@ def seeded(rack07_topology):
 REMAP = "rack07/ct17/gpu1"  # rack07's pending row remap: no load needed to see it
 
 
+@pytest.mark.slow
 def test_the_seeded_rack_names_its_three_link_faults(seeded):
     # rack07's scenario: a marginal cable, bent pins in ct12/j2 on 3 links, a flapping link; and
     # the GPU whose row remap is pending (a snapshot sees it; the others need load).
@@ -57,6 +58,7 @@ def test_the_flapping_links_xid_points_at_its_link_not_its_gpu(seeded):
     assert [s["component"] for s in seeded["suspects"] if s["kind"] == "gpu"] == [REMAP]
 
 
+@pytest.mark.slow
 def test_every_suspect_says_what_to_do_and_why(seeded):
     for s in seeded["suspects"]:
         assert s["action"] and s["mttr_hours"] > 0 and s["gpus_lost_to_training"] == 0
@@ -86,6 +88,7 @@ def test_a_healthy_rack_has_no_suspects_even_with_in_spec_noise(rack07_topology,
     assert result["observed"]["links"] == 1296 and crc > 0  # noise was there to be ignored
 
 
+@pytest.mark.slow
 def test_a_failed_switch_chip_is_one_fault_not_72(rack07_topology):
     result = localize_snapshot(snapshot_of("seed: 1\nfaults:\n  - {kind: switch_chip_failed, part: st4/sw1, start_s: 5}\n",
                                            rack07_topology), rack07_topology)
@@ -96,6 +99,7 @@ def test_a_failed_switch_chip_is_one_fault_not_72(rack07_topology):
     assert len(result["xids"]["nvlink_xid_gpus"]) == 72  # every GPU lost port 7 at once
 
 
+@pytest.mark.slow
 def test_partial_symptoms_on_a_cartridge_blame_the_cartridge(rack07_topology):
     result = localize_snapshot(snapshot_of("seed: 1\nfaults:\n  - {kind: bad_pins, part: cart2, links: 14}\n", rack07_topology),
                                rack07_topology)
@@ -104,6 +108,7 @@ def test_partial_symptoms_on_a_cartridge_blame_the_cartridge(rack07_topology):
     assert cartridge["repair"] == "replace_cartridge" and 8 <= cartridge["mttr_steps"]["repair_h"] <= 24
 
 
+@pytest.mark.slow
 def test_three_unrelated_links_in_one_cartridge_stay_three_links(rack07_topology):
     """Occam the other way: three bad links with no smaller part in common are three faults,
     not the 360-link cartridge they happen to share."""
@@ -123,6 +128,7 @@ def test_three_unrelated_links_in_one_cartridge_stay_three_links(rack07_topology
     assert declared(result) == set(chosen)
 
 
+@pytest.mark.slow
 def test_a_lost_gpu_is_reset(rack07_topology):
     result = localize_snapshot(snapshot_of("seed: 1\nfaults:\n  - {kind: gpu_lost, gpu: ct09/gpu2, start_s: 3}\n", rack07_topology),
                                rack07_topology)
@@ -144,6 +150,7 @@ def test_a_gpu_blamed_on_its_own_xid_gets_the_catalogs_action(rack07_topology, f
     assert gpu["repair"] == action and gpu["runbook"] == runbook
 
 
+@pytest.mark.slow
 def test_two_faults_at_once(rack07_topology):
     text = ("seed: 1\nfaults:\n  - {kind: switch_chip_failed, part: st2/sw0}\n"
             "  - {kind: bad_pins, part: ct15/j1, links: 4, crc_per_s: 200, replay_per_s: 1}\n")

@@ -140,6 +140,7 @@ def test_bad_input_from_a_real_process_prints_no_traceback(opsctl_process, tmp_p
     assert_one_line_error(result, 2, "model: invalid enum value 'gb300-nvl144'")
 
 
+@pytest.mark.slow
 def test_many_files_are_shared_among_processes_with_the_same_answers(opsctl, tmp_path):
     from opsctl.localize import PARALLEL_FROM_FILES, localize_files
 

@@ -8,6 +8,8 @@ import pytest
 from opsctl.rack_models import model_named
 from opsctl.topology import build_topology
 
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 
 def inventory(tmp_path, faults):
     (tmp_path / "domain.yaml").write_text(f"scenario: domain\nseed: 3\nrack: rack12\nfaults:\n{faults}")

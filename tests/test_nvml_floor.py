@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 REPO = Path(__file__).resolve().parent.parent
 FLOOR_DIR = REPO / ".venv" / "nvml-floor"
 SPEC = """

@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import free_port
 
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 
 def collective(*args):
     return subprocess.Popen([sys.executable, "-m", "probes", "collective", "--json", *map(str, args)],

@@ -70,12 +70,14 @@ def assert_hung_up(code, out, err, took):
     assert "hung up" in line and OPTION in line and "incomplete" in line and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_run_stops_when_stdin_closes_after_the_spec(spec_line):
     line, _ = spec_line
     process = start("run", "--backend", "sim", "--sim-spec", "-", "--tray", "ct01", "--duration", "600", "--json", OPTION)
     assert_hung_up(*hang_up_after(process, 3.0, send=line))  # into the GEMM by then
 
 
+@pytest.mark.slow
 def test_a_snapshot_stops_in_its_window_when_stdin_closes(spec_line):
     line, _ = spec_line
     process = start("snapshot", "--backend", "sim", "--sim-spec", "-", "--tray", "ct02", "--window", "600", "--json",
@@ -83,6 +85,7 @@ def test_a_snapshot_stops_in_its_window_when_stdin_closes(spec_line):
     assert_hung_up(*hang_up_after(process, 3.0, send=line))
 
 
+@pytest.mark.slow
 def test_a_switch_tray_run_with_its_spec_in_a_file_stops_when_stdin_closes(spec_line):
     _, path = spec_line
     process = start("run", "--backend", "sim", "--sim-spec", path, "--tray", "st1", "--duration", "600", "--json", OPTION)
@@ -98,6 +101,7 @@ def test_a_spec_cut_off_before_its_end_of_line_is_a_hang_up(spec_line):
     assert b"before its end of line" in err and b"hung up" in err
 
 
+@pytest.mark.slow
 def test_with_stdin_held_open_the_run_ends_as_it_always_did(spec_line, tmp_path):
     line, _ = spec_line
     code, document, err = run_with_stdin_open(
@@ -107,6 +111,7 @@ def test_with_stdin_held_open_the_run_ends_as_it_always_did(spec_line, tmp_path)
     assert "hung up" not in err
 
 
+@pytest.mark.slow
 def test_the_collective_reads_its_spec_line_and_honours_the_option(spec_line, tmp_path):
     line, _ = spec_line
     code, document, err = run_with_stdin_open(
@@ -116,6 +121,7 @@ def test_the_collective_reads_its_spec_line_and_honours_the_option(spec_line, tm
     assert document["kind"] == "collective" and document["tray"] == "ct01"
 
 
+@pytest.mark.slow
 def test_without_the_option_a_closed_stdin_changes_nothing(spec_line):
     """By hand, or any caller that sends the spec and closes stdin: the spec is all of stdin, and
     the probe runs to its end."""
@@ -129,6 +135,7 @@ def test_without_the_option_a_closed_stdin_changes_nothing(spec_line):
     assert document["kind"] == "snapshot" and 1.0 <= document["window_seconds"] < 10 and len(document["links"]) == 72
 
 
+@pytest.mark.slow
 def test_without_the_option_stdin_is_not_watched(spec_line):
     _, path = spec_line
     process = subprocess.Popen([sys.executable, "-m", "probes", "run", "--backend", "sim", "--sim-spec", path,
@@ -142,6 +149,7 @@ def test_without_the_option_stdin_is_not_watched(spec_line):
         process.communicate()
 
 
+@pytest.mark.slow
 def test_a_collective_node_stops_with_its_rank_processes(tmp_path):
     """For real over gloo on the CPU: a node whose peer never comes waits in the rendezvous with a
     process per rank; the hang-up ends the node and its ranks."""

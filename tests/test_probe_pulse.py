@@ -83,6 +83,7 @@ def test_a_pulse_failure_gets_the_power_delivery_repair():
     assert (fault.kind, fault.context) == ("power_brake", "power")
 
 
+@pytest.mark.slow
 def test_the_simulators_power_brake_fails_the_pulse_in_a_probe_run(tmp_path, rack07_topology):
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text

@@ -64,6 +64,7 @@ def one_line(err):
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_healthy_tray_passes_with_the_whole_document(spec_file):
     code, doc, err = run_tray(spec_file(), "ct04", "--duration", "2")
     assert code == 0, (err, failing(doc))
@@ -92,6 +93,7 @@ def test_a_healthy_tray_passes_with_the_whole_document(spec_file):
                 "under_load.clocks_event_reasons", "fabric.health", "xid"} <= names
 
 
+@pytest.mark.slow
 def test_each_injected_fault_is_named(spec_file):
     code, doc, err = run_tray(spec_file(FAULTY), "ct03", "--duration", "2")
     assert code == 1, err
@@ -122,6 +124,7 @@ def test_each_injected_fault_is_named(spec_file):
     assert gpus[0]["gemm"]["bf16"]["verified"] and gpus[3]["gemm"]["bf16"]["verified"]
 
 
+@pytest.mark.slow
 def test_a_gpu_lost_mid_run_fails_alone_and_the_others_finish(spec_file):
     code, doc, err = run_tray(spec_file("faults: [{kind: gpu_lost, gpu: ct03/gpu1, start_s: 1.0}]"), "ct03",
                               "--duration", "2")
@@ -136,6 +139,7 @@ def test_a_gpu_lost_mid_run_fails_alone_and_the_others_finish(spec_file):
     assert doc["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_a_probe_past_its_timeout_is_incomplete_and_keeps_what_finished(spec_file):
     code, doc, err = run_tray(spec_file(), "ct02", "--duration", "4", "--timeout", "1.5", "--probes", "gemm,membw")
     assert code == 3, err
@@ -147,6 +151,7 @@ def test_a_probe_past_its_timeout_is_incomplete_and_keeps_what_finished(spec_fil
     assert all(gpu["membw"]["gbps"] > 0 for gpu in doc["gpus"])
 
 
+@pytest.mark.slow
 def test_a_hung_gpu_leaves_the_run_incomplete_and_the_process_still_ends(spec_file):
     code, doc, err = run_tray(spec_file(hang=("rack07/ct03/gpu2",)), "ct03", "--duration", "2", "--timeout", "1.5",
                               "--probes", "gemm,counters")
@@ -157,6 +162,7 @@ def test_a_hung_gpu_leaves_the_run_incomplete_and_the_process_still_ends(spec_fi
     assert all(doc["gpus"][i]["gemm"]["fp8"]["finished"] for i in (0, 1, 3))
 
 
+@pytest.mark.slow
 def test_an_hgx_h100_node_reads_through_the_legacy_counters(spec_file, hgx_topology):
     code, doc, err = run_tray(spec_file("faults: [{kind: link_errors, gpu: gpu5, port: 3, replay_per_s: 2}]",
                                         topology=hgx_topology), "node", "--duration", "2", "--probes", "gemm,counters")
@@ -166,6 +172,7 @@ def test_an_hgx_h100_node_reads_through_the_legacy_counters(spec_file, hgx_topol
     assert doc["gpus"][0]["counters"]["links"][0]["effective_ber"] is None  # NVLink 4 gives no BER
 
 
+@pytest.mark.slow
 def test_counters_alone_read_a_window_of_the_duration(spec_file):
     # Faults from 2 s on: after the first reading (XIDs count from when the watch starts).
     code, doc, err = run_tray(spec_file("faults:\n"
@@ -189,6 +196,7 @@ def test_counters_alone_read_a_window_of_the_duration(spec_file):
     assert [c["verdict"] for c in doc["gpus"][1]["checks"] if c["check"] == "xid"] == ["pass"]
 
 
+@pytest.mark.slow
 def test_the_spec_can_come_on_stdin_and_an_unreachable_tray_is_down(spec_file):
     spec = spec_file("faults: [{kind: tray_unreachable, tray: ct06}]").read_text()
     code, out, err = probe("run", "--backend", "sim", "--sim-spec", "-", "--tray", "ct06", "--json", stdin=spec)

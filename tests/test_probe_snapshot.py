@@ -101,6 +101,7 @@ def test_the_probes_documents_assembled_are_read_by_the_snapshot_reader(sim_rack
     assert switch_end.counts[link, crc] == pytest.approx(gpu_end.counts[link, crc], rel=0.05)
 
 
+@pytest.mark.slow
 def test_switch_trays_from_the_command_line(tmp_path, rack07_topology):
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text
@@ -133,6 +134,7 @@ def test_a_real_switch_tray_says_it_cannot_be_read():
     assert code == 0 and json.loads(out)["links"] == [] and json.loads(out)["switch"]["supported"] is False
 
 
+@pytest.mark.slow
 def test_the_snapshot_command_on_a_compute_tray(tmp_path, rack07_topology):
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text

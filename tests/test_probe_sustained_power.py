@@ -143,6 +143,7 @@ def test_a_gpu_whose_load_failed_is_not_judged_on_its_power_or_temperatures():
     assert sustained_power.checks("gpu0", entry, GB200) == [] and thermal_margins.checks("gpu0", entry, GB200) == []
 
 
+@pytest.mark.slow
 def test_the_power_window_reading_of_a_hung_gpu_costs_one_deadline_and_names_it(hgx_with_a_gpu_that_hangs):
     import time
 

@@ -8,6 +8,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from opsctl.fleet.ansible_results import NOT_REACHED
 from tests.conftest import assert_one_line_error
 
@@ -37,6 +39,7 @@ def record(entry, **fields):
     Path(entry["record"]).write_text(json.dumps({"host": "h", "tray": entry["tray"], **fields}))
 
 
+@pytest.mark.slow
 def test_report_judges_what_ansible_fetched_as_burnin_judges_it(opsctl, tmp_path):
     inventory = write_fleet(tmp_path)
     burnin = opsctl("--inventory", inventory, "burnin", "hgxb", "--duration", "1", "--out", tmp_path / "burnin", "--json")
@@ -73,6 +76,7 @@ def test_report_judges_what_ansible_fetched_as_burnin_judges_it(opsctl, tmp_path
     assert json.loads((tmp_path / "fleet" / "fleet-summary.json").read_text())["verdict"] == "FAIL"
 
 
+@pytest.mark.slow
 def test_report_says_which_trays_ansible_did_not_bring_back(opsctl, tmp_path):
     inventory = write_fleet(tmp_path)
     planned = opsctl("--inventory", inventory, "fleet", "plan", tmp_path / "fleet", "--duration", "1", "--json")
@@ -112,6 +116,7 @@ def test_an_acceptance_run_is_judged_only_by_the_criteria_it_was_planned_with(op
     assert_one_line_error(opsctl("report", tmp_path / "fleet"), 2, "changed since run hgxa started")
 
 
+@pytest.mark.slow
 def test_report_judges_a_burnin_run_folder_again_as_burnin_judged_it(opsctl, tmp_path):
     inventory = write_fleet(tmp_path)
     run, ledger = tmp_path / "burnin", tmp_path / "ledger.sqlite"
@@ -137,6 +142,7 @@ def test_report_judges_a_burnin_run_folder_again_as_burnin_judged_it(opsctl, tmp
         assert db.execute("SELECT rack, kind, verdict FROM runs").fetchall() == [("hgxb", "burnin", "fail")]
 
 
+@pytest.mark.slow
 def test_a_trial_acceptance_judged_by_report_is_recorded_as_a_burnin_not_a_handover(opsctl, tmp_path):
     inventory = write_fleet(tmp_path)
     ledger = tmp_path / "ledger.sqlite"

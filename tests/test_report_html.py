@@ -55,6 +55,7 @@ def test_the_report_is_self_contained(rack07_over_ssh):
         assert name in html
 
 
+@pytest.mark.slow
 def test_chromium_renders_the_heatmap_with_each_link_in_its_verdicts_colour(rack07_over_ssh, tmp_path):
     summary = rack07_over_ssh.summary()
     png = tmp_path / "report.png"

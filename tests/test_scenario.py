@@ -128,6 +128,7 @@ _faults = st.fixed_dictionaries({"kind": st.sampled_from(sorted(FAULT_KINDS) + [
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(faults=st.lists(_faults, max_size=4), seed=st.one_of(st.integers(0, 10**6), st.text(max_size=3)))
+@pytest.mark.slow
 def test_generated_scenarios_compile_or_fail_cleanly(rack07_topology, faults, seed):
     text = yaml.safe_dump({"seed": seed, "faults": faults})
     try:

@@ -229,6 +229,7 @@ def test_a_gpu_lost_before_the_reader_starts_does_not_take_the_tray_down(sim_rac
     assert watcher.drain()[1] == [{"gpu": 1, "error": "cannot watch XIDs: NVML gave no handle"}]
 
 
+@pytest.mark.slow
 def test_a_hung_gpu_blocks_its_nvml_calls_until_the_hang_ends(sim_rack):
     import threading
 

@@ -4,6 +4,10 @@ tray on its node (tests/slurm_cluster.py), judged exactly as the other fan-outs 
 import json
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # simulated runs or real processes: seconds a test
+
 DURATION = "4"
 # Faults a 4 s burn-in sees on every run, so the two fan-outs must name the same parts (the
 # seeded rack07's link flap every 15 s and its 5% corruption show only in some short runs).

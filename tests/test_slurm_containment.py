@@ -7,6 +7,8 @@ import subprocess
 
 import yaml
 
+import pytest
+
 from opsctl.inventory import DEFAULT_INVENTORY
 from tests.slurm_cluster import NODES
 
@@ -37,6 +39,7 @@ def without_fault(part):
     return yaml.safe_dump(scenario)
 
 
+@pytest.mark.slow
 def test_triage_drain_takes_out_exactly_the_nodes_of_the_parts_it_names(slurm, opsctl, tmp_path):
     db = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     result = opsctl("triage", "rack07", "--drain", "--json", "--db", db)
@@ -70,6 +73,7 @@ def test_a_switch_tray_fault_drains_every_compute_tray_and_its_resume_gives_them
     assert slurm.drained() == []
 
 
+@pytest.mark.slow
 def test_a_gpu_fault_drains_its_tray_alone(slurm, opsctl):
     assert opsctl("drain", "rack07/ct09/gpu2", "--no-ledger").code == 0
     assert slurm.drained() == ["rack07-ct09"]
@@ -111,6 +115,7 @@ def test_resuming_one_part_keeps_a_node_another_part_still_holds(slurm, opsctl):
     assert slurm.node("rack07-ct12")["Reason"] == "opsctl: rack07/ct12/j2 reseat_compute_tray"
 
 
+@pytest.mark.slow
 def test_repair_close_resumes_the_part_s_node_after_a_passing_validation_and_no_other(slurm, opsctl, tmp_path):
     db = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     for part in ("rack07/ct12/j2", "rack07/ct05/gpu1/nvl07"):
@@ -137,6 +142,7 @@ def test_repair_close_resumes_the_part_s_node_after_a_passing_validation_and_no_
     assert rows["rack07-ct12"]["resumed_at"] is not None and rows["rack07-ct05"]["resumed_at"] is None
 
 
+@pytest.mark.slow
 def test_an_unreachable_controller_is_incomplete_not_done(slurm, opsctl, tmp_path, monkeypatch):
     from tests.conftest import free_port
 

@@ -28,6 +28,7 @@ def nodes_of(parts):
     return sorted({f"rack07-{part.split('/')[1]}" for part in parts})
 
 
+@pytest.mark.slow
 def test_triage_drain_dry_run_prints_the_commands_and_changes_nothing(slurm, opsctl, tmp_path):
     db = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     result = opsctl("triage", "rack07", "--drain", "--dry-run", "--db", db, "--json")
@@ -47,6 +48,7 @@ def test_triage_drain_dry_run_prints_the_commands_and_changes_nothing(slurm, ops
         assert reason.startswith("opsctl: ") and f"{s['component']} {s['repair']} incident inc-" in reason
 
 
+@pytest.mark.slow
 def test_burnin_drain_dry_run_prints_the_commands_and_changes_nothing(slurm, opsctl):
     result = opsctl("burnin", "rack07", "--duration", "4", "--drain", "--dry-run", "--no-ledger", "--json")
     assert result.code == 1, result.err

@@ -2,9 +2,12 @@
 resumed in a real slurmctld (tests/slurm_cluster.py) as NHC would — node state read back from
 slurmctld."""
 
+import pytest
+
 from tests.test_slurm_containment import inventory
 
 
+@pytest.mark.slow
 def test_a_tray_with_a_failing_gpu_is_unhealthy_and_drains_its_node(slurm, opsctl):
     result = opsctl("health", "rack07/ct17", "--slurm", "--json")
     assert result.code == 1, result.err
@@ -16,6 +19,7 @@ def test_a_tray_with_a_failing_gpu_is_unhealthy_and_drains_its_node(slurm, opsct
     assert slurm.node("rack07-ct17")["Reason"] == "opsctl: rack07/ct17 health_check gpu1:memory.remapped_rows"
 
 
+@pytest.mark.slow
 def test_a_healthy_tray_passes_and_its_node_stays_in_service(slurm, opsctl):
     result = opsctl("health", "rack07/ct01", "--slurm")
     assert result.code == 0, result.err
@@ -23,6 +27,7 @@ def test_a_healthy_tray_passes_and_its_node_stays_in_service(slurm, opsctl):
     assert slurm.drained() == []
 
 
+@pytest.mark.slow
 def test_healthy_again_resumes_only_a_node_the_health_check_drained(slurm, opsctl, tmp_path):
     assert opsctl("health", "rack07/ct17", "--slurm").code == 1
     slurm.drain("rack07-ct01", "memory test by the site team")

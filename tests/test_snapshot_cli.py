@@ -3,6 +3,8 @@ running `python -m probes snapshot` on the simulator), assembled into the rack's
 
 import json
 
+import pytest
+
 from tests.conftest import assert_one_line_error
 
 
@@ -15,6 +17,7 @@ def sim_inventory(tmp_path, scenario_text, rack="lab1", model="hgx-h100", hosts=
     return inventory
 
 
+@pytest.mark.slow
 def test_a_snapshot_file_is_the_contract_document(opsctl, tmp_path):
     out = tmp_path / "hgx01.json"
     result = opsctl("snapshot", "hgx01", "-o", out, "--window", "2", "--json")
@@ -42,12 +45,14 @@ def test_an_unreachable_tray_is_written_down_and_exits_3(opsctl, tmp_path):
     assert localized.code == 3 and localized.json()["racks"][0]["status"] == "incomplete"
 
 
+@pytest.mark.slow
 def test_snapshot_to_stdout_from_a_real_process(opsctl_process):
     result = opsctl_process("snapshot", "hgx01", "-o", "-", "--window", "1")
     assert result.code == 0, result.err
     assert json.loads(result.out)["rack"] == "hgx01"
 
 
+@pytest.mark.slow
 def test_bad_snapshot_invocations(opsctl, tmp_path):
     assert_one_line_error(opsctl("snapshot", "rack99", "-o", tmp_path / "x.json"), 2, "unknown rack 'rack99'")
     assert_one_line_error(opsctl("snapshot", "hgx01", "-o", tmp_path / "x.json", "--window", "0"), 2, "--window")

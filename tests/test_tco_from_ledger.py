@@ -24,6 +24,7 @@ def history(url, repair_hours):
             close_repair("rack07/st3", ledger, by="ana", at=f"2026-01-0{day}T{repair_hours:02d}:00Z")
 
 
+@pytest.mark.slow
 def test_measured_reliability_replaces_the_published_figures(opsctl, tmp_path):
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     history(url, repair_hours=3)
@@ -84,6 +85,7 @@ def test_from_ledger_needs_a_ledger_with_a_rack_in_service(opsctl, tmp_path):
 
 
 # --- per part kind: each kind's MTBI and each action's restore time with their posteriors -------------------
+@pytest.mark.slow
 def test_a_simulated_fleet_gives_per_kind_intervals_that_hold_its_injected_rates(opsctl, memory_tmp_path):
     from bench.fleet_history import DEFAULT_MODES, record_history, simulate_fleet_history
 

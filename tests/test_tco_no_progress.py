@@ -89,6 +89,7 @@ def test_compare_prices_a_stalled_job_beside_a_working_one(opsctl, tmp_path):
     assert table.code == 0, table.err
 
 
+@pytest.mark.slow
 def test_sweep_runs_through_mtbis_too_short_to_train(opsctl, tmp_path):
     path = with_reliability(tmp_path, GPT3, REVIEWED)
     result = opsctl("tco", "sweep", path, "--vary", "reliability.mtbi_gpu_days=0.001:2000:5", "--out", tmp_path / "m",
@@ -167,6 +168,7 @@ def test_goodput_models_never_raise_and_stay_at_most_one(mtbi, restart, write, i
 @given(base=st.sampled_from([GPT3, GB200, H100]), mtbi=TIME, restart=st.one_of(st.just(0.0), TIME), write=TIME,
        interval=st.one_of(st.just("optimal"), TIME), model=st.sampled_from(["ettr", "daly"]),
        repair=st.one_of(st.none(), st.just(0.0), TIME))
+@pytest.mark.slow
 def test_any_positive_finite_reliability_prices_or_says_why_not(opsctl, tmp_path_factory, base, mtbi, restart, write,
                                                                 interval, model, repair):
     block = yaml.safe_load(base.read_text()).get("reliability") or {}

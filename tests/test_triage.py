@@ -28,6 +28,7 @@ def rack07_triage(tmp_path_factory):
     return proc.returncode, json.loads(proc.stdout), saved
 
 
+@pytest.mark.slow
 def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
     code, result, _ = rack07_triage
     assert code == 1
@@ -48,6 +49,7 @@ def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
     assert result["xids"]["nvlink_xid_gpus"] == ["rack07/ct07/gpu0"]  # the flap's own GPU, and no other
 
 
+@pytest.mark.slow
 def test_the_kept_snapshot_localizes_to_the_same_answer(rack07_triage, opsctl):
     _, result, saved = rack07_triage
     again = opsctl("localize", saved, "--json")
@@ -55,6 +57,7 @@ def test_the_kept_snapshot_localizes_to_the_same_answer(rack07_triage, opsctl):
     assert [s["component"] for s in again.json()["racks"][0]["suspects"]] == [s["component"] for s in result["suspects"]]
 
 
+@pytest.mark.slow
 def test_triage_reads_well_for_a_person(opsctl, tmp_path):
     # The GSP times out every second: whatever 2 s window the tray reads on the rack's timeline sees one.
     inventory = sim_inventory(tmp_path, "seed: 3\nfaults:\n  - {kind: xid, gpu: gpu6, xid: 119, at_s: 0.5, repeat_s: 1}\n")
@@ -66,6 +69,7 @@ def test_triage_reads_well_for_a_person(opsctl, tmp_path):
     assert "runbook: runbooks/xid-gsp.md" in out and "idles: 1 GPU(s)" in out
 
 
+@pytest.mark.slow
 def test_a_healthy_server_and_an_unread_one(opsctl, tmp_path):
     healthy = opsctl("triage", "hgx01", "--window", "1")
     assert healthy.code == 0 and "healthy" in healthy.out
@@ -77,6 +81,7 @@ def test_a_healthy_server_and_an_unread_one(opsctl, tmp_path):
     assert document["unread_trays"] == ["node"] and "unreachable" in document["trays"][0]["error"]
 
 
+@pytest.mark.slow
 def test_triage_over_ssh(sshd, tmp_path, opsctl):
     """The trays of an HGX server reached over ssh (a real sshd on loopback)."""
     (tmp_path / "scenario.yaml").write_text("faults:\n  - {kind: link_errors, link: gpu2/nvl11, crc_per_s: 400, replay_per_s: 2}\n")
