@@ -45,6 +45,9 @@ class TrayBackend:
     open_devices: Callable[[], dict[int, ComputeDevice]] = field(default=lambda: {})  # {nvml index: compute device}
     # The kernel log since a clock time: (lines, None), or ([], why it cannot be read).
     kernel_log: Callable[[float], tuple[list[str], str | None]] = field(default=lambda since: ([], "no kernel log on this backend"))
+    # The kernel log from the driver's load up to a clock time (probes/kernel_history.py).
+    kernel_history: Callable[[float], tuple[list[str], str | None]] = field(
+        default=lambda until: ([], "no kernel log on this backend"))
     imex: Callable[[], dict[str, Any]] | None = None  # the tray's IMEX service and channels (probes/imex.py)
 
     def close(self) -> None:
@@ -103,7 +106,8 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     gpus = rack.trays[tray].gpus
     return TrayBackend("sim", tray, nvml, rack.clock,
                        open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)},
-                       kernel_log=lambda since: rack.kernel_log(tray, since), imex=lambda: rack.imex(tray))
+                       kernel_log=lambda since: rack.kernel_log(tray, since),
+                       kernel_history=lambda until: rack.kernel_history(tray, until), imex=lambda: rack.imex(tray))
 
 
 # --- real GPUs ---------------------------------------------------------------------------------------
@@ -123,12 +127,13 @@ def _open_nvml(tray: str | None) -> TrayBackend:
     except pynvml.NVMLError as error:
         # A driver that is there but not answering is a sick tray, not a usage error.
         raise BackendError(f"NVML failed to initialise: {error}", exit_code=3) from None
+    from probes.kernel_history import read_kernel_history
     from probes.kernel_log import read_kernel_log
 
     from probes.imex import read_host_imex
 
     return TrayBackend("nvml", tray, pynvml, WallClock(), open_devices=lambda: _cuda_devices(pynvml),
-                       kernel_log=read_kernel_log, imex=read_host_imex)
+                       kernel_log=read_kernel_log, kernel_history=read_kernel_history, imex=read_host_imex)
 
 
 def _cuda_devices(nvml: NvmlLibrary) -> dict[int, ComputeDevice]:

@@ -56,7 +56,7 @@ def attach_registers(events: list[dict[str, Any]], entries: list[dict[str, Any]]
                      driver_version: str | None = None) -> int:
     """Give each NVLink 5 XID event the registers of its kernel log line: the k-th event of a
     GPU and code takes the k-th line of that GPU's bus and code. Returns how many were matched."""
-    driver_major = _driver_major(driver_version)
+    driver_major = driver_branch(driver_version)
     lines: dict[tuple[Any, int], list[dict[str, Any]]] = {}
     for entry in entries:
         if entry["intr_info"] is not None:
@@ -75,7 +75,7 @@ def attach_registers(events: list[dict[str, Any]], entries: list[dict[str, Any]]
     return matched
 
 
-def _driver_major(version: str | None) -> int | None:
+def driver_branch(version: str | None) -> int | None:
     try:
         return int(str(version).split(".")[0])
     except (TypeError, ValueError):
@@ -86,7 +86,11 @@ def read_kernel_log(since: float) -> tuple[list[str], str | None]:
     """The kernel log since unix time `since`: (lines, None), or ([], why it could not be read).
     journald where there is one, else dmesg (all of the ring buffer: matching by code and bus
     keeps old lines from mattering much)."""
-    commands = (["journalctl", "-k", "-o", "cat", "--no-pager", "--since", f"@{int(since)}"], ["dmesg"])
+    return first_readable((["journalctl", "-k", "-o", "cat", "--no-pager", "--since", f"@{int(since)}"], ["dmesg"]))
+
+
+def first_readable(commands: Iterable[list[str]]) -> tuple[list[str], str | None]:
+    """The output lines of the first of `commands` that succeeds, or ([], why each failed)."""
     why: list[str] = []
     for command in commands:
         try:

@@ -28,7 +28,8 @@ from probes.gpu_deadline import COMPUTE_DEADLINE_S, NVML_DEADLINE_S
 from probes.counters import gpu_window
 from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
-from probes.kernel_log import NVLINK5_XIDS, attach_registers, parse_xid_lines
+from probes.kernel_history import recorded_xids
+from probes.kernel_log import NVLINK5_XIDS, attach_registers, driver_branch, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.snapshot import FORMAT
 from probes.switch_reader import switch_window
@@ -170,6 +171,8 @@ class TrayRun:
                                         "reason": f"no reference file for {gpu_name!r} (PCI device {device_id}): throughput is judged against "
                                                   f"the tray's other GPUs only"})
         gpus = [self._gpu_entry(reading) for reading in before]
+        if watcher:  # what the GPUs logged before the watch opened: the state they arrive in
+            self._read_recorded_xids(gpus, before, started, document["system"].get("driver_version"))
         depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes,
                              reader.workers)
         self._load(document, gpus, devices, reader)
@@ -238,6 +241,21 @@ class TrayRun:
             return
         attach_registers(events, parse_xid_lines(lines), {r.index: r.pci_bus_id for r in readings if r.pci_bus_id},
                          document["system"].get("driver_version"))
+
+    def _read_recorded_xids(self, gpus: list[dict[str, Any]], readings: list[GpuReading], until: float,
+                            driver_version: str | None) -> None:
+        lines, why = self.backend.kernel_history(until)
+        if why:
+            for gpu in gpus:
+                gpu["recorded_xids"] = {"events": [], "unread": why}
+            return
+        found = recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id})
+        driver_major = driver_branch(driver_version)
+        for gpu in gpus:
+            events = found.get(gpu["index"], [])
+            for event in events:
+                event["driver_major"] = driver_major
+            gpu["recorded_xids"] = {"events": events, "unread": None}
 
     @staticmethod
     def _gpu_entry(reading: GpuReading) -> dict[str, Any]:

@@ -81,10 +81,10 @@ def test_xid_checks_of_one_gpu_are_named_by_their_code(opsctl, tmp_path):
     summary = result.json()
     xid = {"check": "xid", "component": "hgx01/gpu3", "verdict": "fail", "unit": "XID", "threshold": None, "op": "logged",
            "source": "catalog", "judged_by": "probe"}
-    summary["checks"] = [c for c in summary["checks"] if c["check"] != "xid"] + [
+    summary["checks"] = [c for c in summary["checks"] if c["check"] not in ("xid", "xid.recorded")] + [
         {**xid, "value": 79, "reason": "XID 79"}, {**xid, "value": 79, "reason": "XID 79 again"},
-        {**xid, "value": 48, "reason": "XID 48"}]
+        {**xid, "value": 48, "reason": "XID 48"}, {**xid, "check": "xid.recorded", "value": 79, "reason": "XID 79 before"}]
     root = ET.fromstring(render_junit(summary))
     assert_junit_structure(root, "hgx01")
     names = [c.get("name") for c in root.iter("testcase") if c.get("classname") == "hgx01.gpu3" and c.get("name").startswith("xid")]
-    assert names == ["xid 79", "xid 79 #2", "xid 48"]
+    assert names == ["xid 79", "xid 79 #2", "xid 48", "xid.recorded 79"]

@@ -215,12 +215,19 @@ def _own_failures(gpu_id: str, checks: list[Check], bad: set[str]) -> list[dict[
     """The checks a GPU failed on its own account (its links' are theirs by now; its XIDs go to
     the localizer as XIDs): what the localizer names it for, and what decides its repair."""
     return [{"check": c.check, "value": c.value, "reason": c.reason} for c in checks
-            if c.component == gpu_id and c.verdict in bad and c.check != "xid"]
+            if c.component == gpu_id and c.verdict in bad and c.check not in XID_CHECKS]
+
+
+XID_CHECKS = ("xid", "xid.recorded")  # the window's XIDs, and those logged before the run
 
 
 def _xid_events(reading: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"xid": x["xid"], "time": x.get("time")} for x in (reading.get("counters") or {}).get("xids") or []
-            if isinstance(x, dict) and isinstance(x.get("xid"), int)]
+    """The GPU's XIDs for the localizer: those logged in the window, then those it had logged
+    before the run (no time: they came before the window began)."""
+    window = (reading.get("counters") or {}).get("xids") or []
+    recorded = (reading.get("recorded_xids") or {}).get("events") or []
+    return ([{"xid": x["xid"], "time": x.get("time")} for x in window if isinstance(x, dict) and isinstance(x.get("xid"), int)]
+            + [{"xid": x["xid"], "time": None} for x in recorded if isinstance(x, dict) and isinstance(x.get("xid"), int)])
 
 
 def _gpu_rows(rack: Rack, gpu_readings: dict[str, dict[str, Any]], system: dict[str, dict[str, Any]],

@@ -128,9 +128,10 @@ def _verdict_case(summary: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 
 def _check_name(check: dict[str, Any]) -> str:
-    """The check's name; an XID check (one per code logged) with its code: `xid 79`."""
-    if check["check"] == "xid" and isinstance(check["value"], int):
-        return f"xid {check['value']}"
+    """The check's name; an XID check (one per code logged) with its code: `xid 79`, and one of
+    those logged before the run `xid.recorded 79`."""
+    if check["check"] in ("xid", "xid.recorded") and isinstance(check["value"], int):
+        return f"{check['check']} {check['value']}"
     return check["check"]
 
 

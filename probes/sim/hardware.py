@@ -368,16 +368,22 @@ class SimGpu:
 
     def kernel_log(self, after: float, until: float) -> list[str]:
         """The NVRM Xid lines this GPU's kernel log gets in (after, until]: one per XID an `xid`
-        effect with registers (intr_info, error_status) logs, in the form of NVIDIA's catalog."""
+        effect logs, with its registers (intr_info, error_status) where it has them, in the form
+        of NVIDIA's catalog."""
         lines: list[tuple[float, str]] = []
         domain, bus, rest = self.spec.pci_bus_id.split(":")
         pci = f"{int(domain, 16):04x}:{bus}:{rest.split('.')[0]}"
         for effect in self.effects:
-            if effect.kind == "xid" and effect.get("intr_info") is not None:
-                code, intr, status = int(effect.get("xid")), int(effect.get("intr_info")), int(effect.get("error_status", 0))
-                lines += [(at, f"NVRM: Xid (PCI:{pci}): {code}, simulated unit Nonfatal XC0 i0 Link -1 "
-                               f"({intr:#010x} {status:#010x} 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
-                          for at in _occurrences(effect, after, until)]
+            if effect.kind != "xid":
+                continue
+            code = int(effect.get("xid"))
+            if effect.get("intr_info") is not None:
+                intr, status = int(effect.get("intr_info")), int(effect.get("error_status", 0))
+                text = (f"NVRM: Xid (PCI:{pci}): {code}, simulated unit Nonfatal XC0 i0 Link -1 "
+                        f"({intr:#010x} {status:#010x} 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+            else:
+                text = f"NVRM: Xid (PCI:{pci}): {code}, pid='<unknown>', name=<unknown>, simulated XID {code}"
+            lines += [(at, text) for at in _occurrences(effect, after, until)]
         return [line for _, line in sorted(lines)]
 
     def recovery_action(self, t: float) -> str:
@@ -473,6 +479,11 @@ class SimRack:
         answer: lines, and no error)."""
         after, until = since - self.epoch, self.now()
         return [line for gpu in self.trays[tray].gpus for line in gpu.kernel_log(after, until)], None
+
+    def kernel_history(self, tray: str, until: float) -> tuple[list[str], str | None]:
+        """A tray's kernel log from the driver's load (the simulation's start, and before it: an
+        `xid` effect at a negative at_s) to clock time `until` (probes.kernel_history's answer)."""
+        return [line for gpu in self.trays[tray].gpus for line in gpu.kernel_log(-math.inf, until - self.epoch)], None
 
 
 def allreduce_busbw_gbps(gpus: list[SimGpu], t: float) -> float:

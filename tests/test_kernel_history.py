@@ -1,0 +1,51 @@
+"""What the GPUs logged before a run is judged (probes/kernel_history.py): a tray that arrives
+with XID 140 in its kernel log is not healthy because the probe looked a second later."""
+
+import pytest
+
+from probes.judge import recorded_xid_checks
+from probes.kernel_history import recorded_xids, since_driver_load
+from probes.xids import catalog
+from tests.test_snapshot_cli import sim_inventory
+
+LOAD = "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.133.20  Release Build"
+
+
+def xid_line(pci, code):
+    return f"NVRM: Xid (PCI:{pci}): {code}, pid='<unknown>', name=<unknown>, Ch 00000008"
+
+
+def test_only_what_came_after_the_last_driver_load_is_held_against_the_gpu():
+    lines = [xid_line("0000:18:00", 79), LOAD, xid_line("0000:18:00", 48), LOAD, xid_line("0000:18:00", 140)]
+    assert since_driver_load(lines) == [xid_line("0000:18:00", 140)]
+    assert since_driver_load([xid_line("0000:18:00", 79)]) == [xid_line("0000:18:00", 79)]  # no load line: all of it
+
+
+def test_each_line_goes_to_the_gpu_of_its_bus_whichever_way_the_address_is_spelt():
+    lines = [LOAD, xid_line("0000:18:00", 140), xid_line("0000:2a:00", 95), xid_line("0000:99:00", 79)]
+    found = recorded_xids(lines, {0: "00000000:18:00.0", 1: "00000000:2A:00.0", 2: "00000000:3B:00.0"})
+    assert [[e["xid"] for e in found[i]] for i in (0, 1, 2)] == [[140], [95], []]
+
+
+def test_a_recorded_xid_is_ruled_by_the_catalog_and_an_unread_log_is_incomplete():
+    fail = recorded_xid_checks("gpu0", {"events": [{"xid": 79}], "unread": None}, catalog())
+    assert [(c["check"], c["verdict"], c["value"]) for c in fail] == [("xid.recorded", "fail", 79)]
+    assert "before this run" in fail[0]["reason"] and "MonitorDevastatingXids" in fail[0]["source"]
+    clean = recorded_xid_checks("gpu0", {"events": [], "unread": None}, catalog())
+    assert [c["verdict"] for c in clean] == ["pass"]
+    unread = recorded_xid_checks("gpu0", {"events": [], "unread": "dmesg: Operation not permitted"}, catalog())
+    assert [c["verdict"] for c in unread] == ["incomplete"] and "Operation not permitted" in unread[0]["reason"]
+
+
+@pytest.mark.slow
+def test_health_fails_a_tray_whose_gpu_logged_xid_140_before_it_started(opsctl, tmp_path):
+    inventory = sim_inventory(tmp_path, "faults:\n  - {kind: xid, gpu: gpu2, xid: 140, at_s: 0}\n")
+    result = opsctl("--inventory", inventory, "health", "lab1/node")
+    assert result.code == 1, result.out + result.err
+    assert "gpu2" in result.out and "xid.recorded" in result.out and "XID 140" in result.out
+
+
+@pytest.mark.slow
+def test_health_passes_the_same_tray_without_the_xid(opsctl, tmp_path):
+    result = opsctl("--inventory", sim_inventory(tmp_path, "seed: 1\n"), "health", "lab1/node")
+    assert result.code == 0, result.out + result.err
