@@ -311,6 +311,20 @@ class _Builder:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "c2c_down", {}, fault)
 
+    def link_totals(self, fault: Fault) -> None:
+        for link_id in self.link_ids(fault):
+            self.link_effect(link_id, "totals", fault.params, fault)
+
+    def volatile_dbe(self, fault: Fault) -> None:
+        # Counted from the start, with no XID and no row remap: what DCGM's volatile-DBE rule sees alone.
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "ecc", {"uncorrected": fault.params.get("count", 1)}, fault)
+
+    def gpu_state(self, fault: Fault) -> None:
+        """memory_unrepairable, inforom_invalid, power_unreadable: an effect of the same name."""
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, fault.kind, {}, fault)
+
     def imex_missing(self, fault: Fault) -> None:
         tray = fault.target.split("/")[-1]
         if tray not in self.model.compute_tray_names():
@@ -384,6 +398,11 @@ FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
     "pcie_degraded": _Builder.pcie_degraded,
     "deterministic_sdc": _Builder.deterministic_sdc,
     "c2c_link_down": _Builder.c2c_link_down,
+    "link_totals": _Builder.link_totals,
+    "volatile_dbe": _Builder.volatile_dbe,
+    "memory_unrepairable": _Builder.gpu_state,
+    "inforom_invalid": _Builder.gpu_state,
+    "power_unreadable": _Builder.gpu_state,
 }
 
 
