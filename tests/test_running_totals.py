@@ -205,3 +205,15 @@ def test_the_simulator_reports_nvidias_nvlink_speed(sim_rack, hgx_topology):
         value = nvml.nvmlDeviceGetFieldValues(nvml.nvmlDeviceGetHandleByIndex(0), [nvml.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON])[0]
         assert value.value.uiVal == expected
         nvml.nvmlShutdown()
+
+
+def test_a_simulated_gb200_reports_its_pcie_link_as_nvidias_gb200_tray_does(sim_rack):
+    # NVIDIA/k8s-test-infra's real-hardware nvidia-smi capture of a GB200 tray: Gen5 x16, max and current.
+    from probes.sim import SimNvml
+
+    nvml = SimNvml(sim_rack("seed: 1\n"), "ct01")
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    assert (nvml.nvmlDeviceGetGpuMaxPcieLinkGeneration(handle), nvml.nvmlDeviceGetMaxPcieLinkWidth(handle),
+            nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle), nvml.nvmlDeviceGetCurrPcieLinkWidth(handle)) == (5, 16, 5, 16)
+    nvml.nvmlShutdown()
