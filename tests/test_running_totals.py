@@ -217,3 +217,17 @@ def test_a_simulated_gb200_reports_its_pcie_link_as_nvidias_gb200_tray_does(sim_
     assert (nvml.nvmlDeviceGetGpuMaxPcieLinkGeneration(handle), nvml.nvmlDeviceGetMaxPcieLinkWidth(handle),
             nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle), nvml.nvmlDeviceGetCurrPcieLinkWidth(handle)) == (5, 16, 5, 16)
     nvml.nvmlShutdown()
+
+
+def test_the_two_gpus_of_a_superchip_share_its_board_serial(sim_rack, hgx_topology):
+    from probes.sim import SimNvml
+
+    nvml = SimNvml(sim_rack("seed: 1\n"), "ct01")
+    nvml.nvmlInit()
+    serials = [nvml.nvmlDeviceGetSerial(nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(4)]
+    nvml.nvmlShutdown()
+    assert serials[0] == serials[1] != serials[2] == serials[3]
+    hgx = SimNvml(sim_rack("seed: 1\n", hgx_topology), None)
+    hgx.nvmlInit()
+    assert len({hgx.nvmlDeviceGetSerial(hgx.nvmlDeviceGetHandleByIndex(i)) for i in range(8)}) == 8
+    hgx.nvmlShutdown()

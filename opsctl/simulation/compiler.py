@@ -66,6 +66,10 @@ class _Builder:
                     bus_id = f"{(0x0008, 0x0009, 0x0018, 0x0019)[local]:08X}:01:00.0"
                 else:
                     bus_id = f"00000000:{HGX_PCI_BUSES[local]}:00.0"
+                # The serial is the board's: on an NVL72 the two GPUs of a Grace-Blackwell superchip
+                # report one (NVIDIA/k8s-test-infra's real-hardware nvidia-smi capture of a GB200 tray,
+                # qx-gb200.xml: GPUs 0 and 1 share a serial, 2 and 3 another); an HGX GPU its own.
+                board = f"{rack}/{tray}/superchip{local // 2}" if model.is_nvl72 else gpu_id
                 links = []
                 for port in range(model.nvlink_ports):
                     link = self.topology.link_for(gpu_id, port)
@@ -77,7 +81,7 @@ class _Builder:
                     local_index=local,
                     rack_index=rack_index,
                     uuid=_uuid(seed, gpu_id),
-                    serial=str(1650000000000 + int(_hex(seed, gpu_id, "serial", length=8), 16) % 10**9),
+                    serial=str(1650000000000 + int(_hex(seed, board, "serial", length=8), 16) % 10**9),
                     pci_bus_id=bus_id,
                     module_id=local + 1,
                     links=links,
