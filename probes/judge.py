@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from probes.compute import DTYPES
-from probes import xids
+from probes import running_totals, xids
 from probes.gemm import TOLERANCE_SOURCE
 from probes.gpu_deadline import DEADLINE_SOURCE
 from probes.shipped_yaml import load_shipped_yaml
@@ -173,7 +173,7 @@ def judge_gpu(gpu: dict[str, Any], refs: References, tray: dict[str, float]) -> 
     checks += recorded_xid_checks(component, gpu.get("recorded_xids"), refs.xids)
     from probes.tray_depth import depth_checks  # here: tray_depth builds its checks with this module's helpers
 
-    return checks + depth_checks(gpu, refs)
+    return checks + depth_checks(gpu, refs) + running_totals.checks(gpu, refs)
 
 
 def _gemm_checks(component: str, dtype: str, result: dict[str, Any], refs: References,

@@ -121,6 +121,9 @@ class GpuReading:
     ecc: dict = field(default_factory=dict)
     remapped_rows: dict | None = None
     retired_pages: dict | None = None
+    # DCGM 4.6 judges these as the GPU holds them (probes/running_totals.py); None where not read.
+    memory_unrepairable: bool | None = None  # nvmlDeviceGetUnrepairableMemoryFlag_v1
+    inforom_valid: bool | None = None  # nvmlDeviceValidateInforom: False on NVML_ERROR_CORRUPTED_INFOROM
     fabric: dict | None = None
     recovery_action: str | None = None  # what the driver asks for (RECOVERY_ACTIONS); None where not reported
     c2c: dict | None = None  # NVLink-C2C links to the CPU and their error counters; None where the GPU has none
@@ -452,9 +455,33 @@ class NvmlReader:
             pages["pending"] = None if pending is None else bool(pending)
             reading.retired_pages = pages
 
+        self._read_memory_and_inforom(reading, handle)
+
         fabric = nvml.c_nvmlGpuFabricInfo_v3_t()
         if self._call(reading, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(fabric)) is not None:
             reading.fabric = decode_fabric(nvml, fabric)
+
+    def _read_memory_and_inforom(self, reading: GpuReading, handle: Any) -> None:
+        """The memory-unrepairable flag and the InfoROM's validity, where this nvidia-ml-py names
+        them (what DCGM's MonitorMemUnrepairableFlag and MonitorInforom read)."""
+        nvml = self.nvml
+        if hasattr(nvml, "nvmlDeviceGetUnrepairableMemoryFlag_v1"):
+            flag = self._call(reading, "nvmlDeviceGetUnrepairableMemoryFlag_v1", handle)
+            reading.memory_unrepairable = None if flag is None else bool(flag)
+        if hasattr(nvml, "nvmlDeviceValidateInforom"):
+            try:
+                nvml.nvmlDeviceValidateInforom(handle)
+                reading.inforom_valid = True
+            except nvml.NVMLError_CorruptedInforom:
+                reading.inforom_valid = False
+            except nvml.NVMLError_GpuIsLost:
+                reading.lost = True
+                reading.errors["nvmlDeviceValidateInforom"] = "GPU is lost"
+                raise _StopReading() from None
+            except nvml.NVMLError_NotSupported:
+                reading.unsupported.append("nvmlDeviceValidateInforom")
+            except nvml.NVMLError as error:
+                reading.errors["nvmlDeviceValidateInforom"] = str(error)
 
     def _link_count(self, reading: GpuReading, handle: Any) -> int:
         nvml = self.nvml
@@ -683,6 +710,11 @@ def decode_fabric(nvml: NvmlLibrary, info: Any) -> dict[str, Any]:
         health["incorrect_configuration"] = None if code == 0 else code >= 2
         if code >= 2:
             health["incorrect_configuration_code"] = code
+    # The global fabric manager's connection (nvml.h GFM_STATE: 0 not supported, 1 connected,
+    # 2 disconnected): shown, not judged (DCGM's MonitorFabricFields does not read it).
+    shift = getattr(nvml, "NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_GFM_STATE", None)
+    if shift is not None:
+        health["gfm_disconnected"] = {1: False, 2: True}.get((mask >> shift) & FABRIC_FLAG_WIDTH)
     return {
         "state": FABRIC_STATES.get(info.state, str(info.state)),
         "status": int(info.status),

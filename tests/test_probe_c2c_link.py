@@ -84,4 +84,4 @@ def test_the_nvlink_speed_is_read_into_the_configuration(sim_rack):
     reader = NvmlReader(nvml, now=rack.clock.now)
     [first, *_] = reader.read_all(links=False)
     config = configuration.read(nvml, reader.handles[0], first, {"driver_version": "x"})
-    assert config["nvlink_speed_mbps"] == 50_000 and "nvlink_speed_mbps" not in config["unread"]
+    assert config["nvlink_speed_mbps"] == 53_125 and "nvlink_speed_mbps" not in config["unread"]

@@ -66,6 +66,10 @@ class _Builder:
                     bus_id = f"{(0x0008, 0x0009, 0x0018, 0x0019)[local]:08X}:01:00.0"
                 else:
                     bus_id = f"00000000:{HGX_PCI_BUSES[local]}:00.0"
+                # The serial is the board's: on an NVL72 the two GPUs of a Grace-Blackwell superchip
+                # report one (NVIDIA/k8s-test-infra's real-hardware nvidia-smi capture of a GB200 tray,
+                # qx-gb200.xml: GPUs 0 and 1 share a serial, 2 and 3 another); an HGX GPU its own.
+                board = f"{rack}/{tray}/superchip{local // 2}" if model.is_nvl72 else gpu_id
                 links = []
                 for port in range(model.nvlink_ports):
                     link = self.topology.link_for(gpu_id, port)
@@ -77,7 +81,7 @@ class _Builder:
                     local_index=local,
                     rack_index=rack_index,
                     uuid=_uuid(seed, gpu_id),
-                    serial=str(1650000000000 + int(_hex(seed, gpu_id, "serial", length=8), 16) % 10**9),
+                    serial=str(1650000000000 + int(_hex(seed, board, "serial", length=8), 16) % 10**9),
                     pci_bus_id=bus_id,
                     module_id=local + 1,
                     links=links,
@@ -311,6 +315,20 @@ class _Builder:
         for gpu_id in self.gpu_ids(fault):
             self.gpu_effect(gpu_id, "c2c_down", {}, fault)
 
+    def link_totals(self, fault: Fault) -> None:
+        for link_id in self.link_ids(fault):
+            self.link_effect(link_id, "totals", fault.params, fault)
+
+    def volatile_dbe(self, fault: Fault) -> None:
+        # Counted from the start, with no XID and no row remap: what DCGM's volatile-DBE rule sees alone.
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "ecc", {"uncorrected": fault.params.get("count", 1)}, fault)
+
+    def gpu_state(self, fault: Fault) -> None:
+        """memory_unrepairable, inforom_invalid, power_unreadable: an effect of the same name."""
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, fault.kind, {}, fault)
+
     def imex_missing(self, fault: Fault) -> None:
         tray = fault.target.split("/")[-1]
         if tray not in self.model.compute_tray_names():
@@ -384,6 +402,11 @@ FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
     "pcie_degraded": _Builder.pcie_degraded,
     "deterministic_sdc": _Builder.deterministic_sdc,
     "c2c_link_down": _Builder.c2c_link_down,
+    "link_totals": _Builder.link_totals,
+    "volatile_dbe": _Builder.volatile_dbe,
+    "memory_unrepairable": _Builder.gpu_state,
+    "inforom_invalid": _Builder.gpu_state,
+    "power_unreadable": _Builder.gpu_state,
 }
 
 

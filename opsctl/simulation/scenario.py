@@ -2,7 +2,7 @@
 
     scenario: rack07-seeded
     seed: 7
-    noise: {crc_per_s: 0.002, ber: 1.0e-15}   # every healthy link
+    noise: {ber: 1.0e-15}   # every healthy link (default)
     faults:
       - kind: link_errors
         link: ct05/gpu1/nvl07          # ids may leave out the rack: rack07/ct05/… works too
@@ -65,11 +65,20 @@ FAULT_KINDS: dict[str, str | None] = {
     "pcie_degraded": "gpu",
     "deterministic_sdc": "gpu",
     "c2c_link_down": "gpu",
+    # What a GPU arrives with (running totals and states DCGM reads as they are).
+    "link_totals": "link",
+    "volatile_dbe": "gpu",
+    "memory_unrepairable": "gpu",
+    "inforom_invalid": "gpu",
+    "power_unreadable": "gpu",
 }
-# In-spec noise by the rulebook: CRC far below DCGM's 100/s, an effective BER far below 1e-12.
-# No replay: DCGM fails a link on any replay in its window, so a replay is a fault, not noise
-# (a scenario may still add replay_per_s to its noise, and then expects those links to fail).
-DEFAULT_NOISE = {"crc_per_s": 0.002, "ber": 1e-15}
+# In-spec noise by the rulebook: an effective BER far below 1e-12, and no counted error. No CRC:
+# DCGM 4.6 warns on any CRC error in its window on NVLink 4 (MonitorNVLink4Fields) and fails any
+# CRC total there (MonitorNVLinkErrorFields), so a healthy link counts none. No replay: DCGM fails a
+# link on any replay. A scenario may still add crc_per_s or replay_per_s to its noise (rack07's
+# does: CRC noise far below 100/s on NVLink 5, where DCGM judges neither), and then expects what
+# the rules say of it.
+DEFAULT_NOISE = {"ber": 1e-15}
 
 
 @dataclass(frozen=True)

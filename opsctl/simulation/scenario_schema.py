@@ -35,6 +35,8 @@ ComponentId = Annotated[str, msgspec.Meta(min_length=1, max_length=256, descript
     "a component id; the rack may be left out (ct05/gpu1/nvl07 or rack07/ct05/gpu1/nvl07)"))]
 GpuId = Annotated[ComponentId, msgspec.Meta(description="a GPU id (ct05/gpu1), or all for every GPU of the rack")]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+IncorrectConfiguration = Literal["incorrect_sysguid", "incorrect_chassis_sn", "no_partition", "insufficient_nvlinks",
+                                 "incompatible_gpu_fw", "invalid_location", "gpu_state_invalid"]
 RecoveryAction = Literal["none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset"]  # NVML's nvmlDeviceGpuRecoveryAction_t
 
 
@@ -218,9 +220,20 @@ class NotSupported(_OnGpu, tag="not_supported", kw_only=True):
 
 
 class FabricDegraded(_TimedGpu, tag="fabric_degraded", kw_only=True):
-    """The GPU's fabric state degraded."""
+    """The GPU's fabric registration (nvmlDeviceGetGpuFabricInfoV) as NVML can report it: the
+    health mask's flags (degraded bandwidth unless degraded_bw: false), an incorrect configuration,
+    the global fabric manager disconnected, a registration in progress or not started."""
 
     route_unhealthy: bool | UnsetType = UNSET
+    degraded_bw: bool | UnsetType = UNSET
+    route_recovery: bool | UnsetType = UNSET
+    access_timeout_recovery: bool | UnsetType = UNSET
+    incorrect_configuration: Annotated[IncorrectConfiguration, msgspec.Meta(description=(
+        "nvml.h NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_*: what is wrong"))] | UnsetType = UNSET
+    gfm_disconnected: Annotated[bool, msgspec.Meta(description=(
+        "the global fabric manager disconnected (NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_DISCONNECTED)"))] | UnsetType = UNSET
+    state: Annotated[Literal["not_started", "in_progress"], msgspec.Meta(description=(
+        "the registration's state (NVML_GPU_FABRIC_STATE_*), instead of completed"))] | UnsetType = UNSET
 
 
 class TrayUnreachable(_OnTray, tag="tray_unreachable", kw_only=True):
@@ -284,11 +297,49 @@ class C2cLinkDown(_OnGpu, tag="c2c_link_down", kw_only=True):
     """GB200: the GPU's NVLink-C2C link to its Grace CPU inactive."""
 
 
+# What a GPU arrives with: running totals its driver kept from before the simulator starts, and
+# the states DCGM 4.6's health watch reads as they are (probes/running_totals.py judges them).
+class LinkTotals(_Fault, tag="link_totals", kw_only=True):
+    """A link whose error counters already hold counts when the simulator starts (since the
+    driver loaded): DCGM's MonitorNVLinkErrorFields fails or warns on them."""
+
+    link: Annotated[ComponentId, msgspec.Meta(description="the link: ct05/gpu1/nvl07")] | UnsetType = UNSET
+    gpu: Annotated[ComponentId, msgspec.Meta(description="the GPU, with port, instead of link")] | UnsetType = UNSET
+    port: Annotated[int, msgspec.Meta(ge=0, le=MAX_WHOLE, description="the GPU's NVLink port, with gpu")] | UnsetType = UNSET
+    crc: Annotated[Whole, msgspec.Meta(description="data-link CRC errors (NVML_FI_DEV_NVLINK_ERROR_DL_CRC)")] | UnsetType = UNSET
+    replay: Annotated[Whole, msgspec.Meta(description="data-link replays (NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY)")] | UnsetType = UNSET
+    recovery: Annotated[Whole, msgspec.Meta(description="data-link recoveries (NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY)")] | UnsetType = UNSET
+    recovery_failed: Annotated[Whole, msgspec.Meta(description=(
+        "NVLink 5 failed recoveries (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS)"))] | UnsetType = UNSET
+    recovery_successful: Annotated[Whole, msgspec.Meta(description=(
+        "NVLink 5 successful recoveries (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS)"))] | UnsetType = UNSET
+
+
+class VolatileDbe(_OnGpu, tag="volatile_dbe", kw_only=True):
+    """Double-bit ECC errors in the volatile count when the simulator starts, without a row remap
+    or an XID: DCGM's MonitorMemVolatileDbes fails any."""
+
+    count: Annotated[int, msgspec.Meta(ge=1, le=MAX_WHOLE, description="the count (default 1)")] | UnsetType = UNSET
+
+
+class MemoryUnrepairable(_OnGpu, tag="memory_unrepairable", kw_only=True):
+    """The GPU's memory-unrepairable flag set (nvmlDeviceGetUnrepairableMemoryFlag_v1)."""
+
+
+class InforomInvalid(_OnGpu, tag="inforom_invalid", kw_only=True):
+    """A corrupt InfoROM (nvmlDeviceValidateInforom answers NVML_ERROR_CORRUPTED_INFOROM)."""
+
+
+class PowerUnreadable(_OnGpu, tag="power_unreadable", kw_only=True):
+    """A GPU whose power reading fails (nvmlDeviceGetPowerUsage answers an error, not a value)."""
+
+
 FaultSpec = Union[
     LinkErrors, LinkDown, LinkFlap, LinkDegraded, BadPins, SwitchChipFailed, SwitchTrayFailed, SlowGpu,
     ThermalThrottle, PowerBrake, Ecc, RowRemap, Xid, Sdc, GpuLost, GpuHang, NotSupported, FabricDegraded,
     TrayUnreachable, ImexMissing, FabricClique, NcclFallback, SwitchChipDegraded, HbmBadCells,
-    FirmwareMismatch, EccDisabled, PcieDegraded, DeterministicSdc, C2cLinkDown,
+    FirmwareMismatch, EccDisabled, PcieDegraded, DeterministicSdc, C2cLinkDown, LinkTotals, VolatileDbe,
+    MemoryUnrepairable, InforomInvalid, PowerUnreadable,
 ]
 # kind -> its Struct (tests check these are the kinds of scenario.py FAULT_KINDS)
 FAULT_STRUCTS: dict[str, type[_Fault]] = {str(cls.__struct_config__.tag): cls for cls in get_args(FaultSpec)}
@@ -297,7 +348,7 @@ PEOPLE_FIELDS = ("id", "note")
 
 
 class Noise(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """In-spec noise on every healthy link (default: crc_per_s 0.002, ber 1e-15)."""
+    """In-spec noise on every healthy link (default: ber 1e-15, no counted error)."""
 
     crc_per_s: Rate | UnsetType = UNSET
     replay_per_s: Rate | UnsetType = UNSET

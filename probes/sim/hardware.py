@@ -37,15 +37,22 @@ class SimLink:
         rng = profiles.seeded_random(gpu.rack.seed, gpu.id, spec.port, "link")
         # Some healthy links are noisier than others (lognormal spread around the rack's noise).
         self.noise_scale = math.exp(rng.gauss(0.0, 0.6))
-        # Lifetime counts from before this window (factory test, earlier jobs): judging
-        # totals instead of deltas would fail healthy links.
-        self.baseline: dict[str, int] = {c: (rng.randrange(0, 40) if c == "crc" else rng.randrange(0, 2)) for c in COUNTERS}
-        self.baseline["effective"] = rng.randrange(0, 40)
+        # What the counters held when the simulator started (NVML counts since the driver loaded
+        # or the GPU was reset). A healthy link holds none: DCGM 4.6's health watch fails any
+        # recovery, replay or CRC total (MonitorNVLinkErrorFields), so a link that arrives with
+        # some is a fault, injected as `link_totals`. The draws that used to pick random lifetime
+        # counts are still made, so the phases below, and so every count, read as before for a seed.
+        totals = {key: int(value) for effect in spec.effects if effect.kind == "totals"
+                  for key, value in effect.params.items() if key in (*COUNTERS, *NVLINK5_COUNTERS, "effective")}
+        for c in (*COUNTERS, "effective"):
+            rng.randrange(0, 40 if c in ("crc", "effective") else 2)
+        self.baseline: dict[str, int] = {c: totals.get(c, 0) for c in (*COUNTERS, "effective")}
         self.phase = {name: rng.random() for name in (*COUNTERS, "effective", "fec")}
         # A stream of its own, so the counters above read as they always have for a seed.
         rng5 = profiles.seeded_random(gpu.rack.seed, gpu.id, spec.port, "nvlink5")
         for name in NVLINK5_COUNTERS:
-            self.baseline[name] = rng5.randrange(0, 2)
+            rng5.randrange(0, 2)
+            self.baseline[name] = totals.get(name, 0)
             self.phase[name] = rng5.random()
         self.line_rate = NVLINK5_LINE_RATE_BITS if gpu.sku.nvlink_version >= 5 else NVLINK4_LINE_RATE_BITS
         # Bytes carried by this process's simulated copies, sent and received (NVML's
@@ -104,13 +111,14 @@ class SimLink:
     def recovery_successful(self, t: float) -> int:
         """Successful link recoveries by time t (NVLink 5): data-link recoveries that did not
         fail, and the rate injected as successful."""
-        failed = self.recovery_failed(t)
+        failed = self.recovery_failed(t) - self.baseline["recovery_failed"]
         recovered = self.counter("recovery", t) - self.baseline["recovery"] - failed
-        return max(0, recovered) + self.counter("recovery_successful", t) - self.baseline["recovery_successful"]
+        return max(0, recovered) + self.counter("recovery_successful", t)
 
     def recovery_failed(self, t: float) -> int:
-        """Failed link recoveries by time t (NVLink 5): every drop of the link, and the rate injected."""
-        return self.down_events(t) + self.counter("recovery_failed", t) - self.baseline["recovery_failed"]
+        """Failed link recoveries by time t (NVLink 5): every drop of the link, the rate injected,
+        and those it arrived with (`link_totals`)."""
+        return self.down_events(t) + self.counter("recovery_failed", t)
 
     def counter(self, counter: str, t: float) -> int:
         # No link counts more errors than the bits it carried: a rate past the line rate is held
@@ -418,6 +426,16 @@ class SimGpu:
                     if effect.get(flag):
                         flags[flag] = True
         return state, flags
+
+    def fabric_configuration(self, t: float) -> tuple[str | None, bool]:
+        """(what an incorrect configuration is, or None; whether the global fabric manager is
+        disconnected) of the fabric registration, from `fabric_degraded` faults."""
+        wrong, disconnected = None, False
+        for effect in self.effects:
+            if effect.kind == "fabric" and profiles.active(effect, t):
+                wrong = effect.get("incorrect_configuration", wrong)
+                disconnected = disconnected or bool(effect.get("gfm_disconnected", False))
+        return wrong, disconnected
 
 
 def _occurrences(effect: Effect, after: float, until: float) -> list[float]:

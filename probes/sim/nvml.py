@@ -352,7 +352,7 @@ class SimNvml(SimNvmlConfiguration):
                 return ull, corrected + (gpu.lifetime_corrected_ecc if lifetime else 0)
             return ull, uncorrected
         if fid == pynvml.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON:  # the links' rate one way, in MB/s
-            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, int(gpu.sku.nvlink_gbps_per_link * 1000)
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, gpu.sku.nvlink_speed_mbps
         if fid in _C2C_FIELDS:
             return self._c2c_field(gpu, fid, scope)
         if fid == pynvml.NVML_FI_DEV_MEMORY_TEMP:
@@ -441,6 +441,18 @@ class SimNvml(SimNvmlConfiguration):
         gpu, t = self._gpu(device, "nvmlDeviceGetRemappedRows")
         return gpu.remapped_rows(t)
 
+    def nvmlDeviceGetUnrepairableMemoryFlag_v1(self, device: Any) -> int:
+        """nvmlUnrepairableMemory_v1_t.unrepairableMemory: set once the GPU holds memory it can no
+        longer remap around (a `memory_unrepairable` fault)."""
+        gpu, _ = self._gpu(device, "nvmlDeviceGetUnrepairableMemoryFlag_v1")
+        return 1 if gpu_effect(gpu, "memory_unrepairable") is not None else 0
+
+    def nvmlDeviceValidateInforom(self, handle: Any) -> None:
+        """None for a valid InfoROM; NVML_ERROR_CORRUPTED_INFOROM for one an `inforom_invalid` fault corrupted."""
+        gpu, _ = self._gpu(handle, "nvmlDeviceValidateInforom")
+        if gpu_effect(gpu, "inforom_invalid") is not None:
+            raise pynvml.NVMLError_CorruptedInforom()
+
     def nvmlDeviceGetRetiredPages(self, device: Any, sourceFilter: int) -> list[int]:
         self._gpu(device, "nvmlDeviceGetRetiredPages")
         raise pynvml.NVMLError_NotSupported()  # Hopper and Blackwell remap rows instead
@@ -473,6 +485,8 @@ class SimNvml(SimNvmlConfiguration):
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         gpu, t = self._gpu(handle, "nvmlDeviceGetPowerUsage")
+        if gpu_effect(gpu, "power_unreadable") is not None:
+            raise pynvml.NVMLError_Unknown()  # the sensor answers, but not a reading: DCGM_FR_POWER_UNREADABLE
         return int(gpu.power_w(t) * 1000)
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
@@ -541,14 +555,17 @@ class SimNvml(SimNvmlConfiguration):
             if hasattr(gpuFabricInfo, "healthSummary"):
                 gpuFabricInfo.healthSummary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED
             return pynvml.NVML_SUCCESS
-        mask = pynvml.NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_NONE << (
-            pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION
-        )
+        wrong, disconnected = gpu.fabric_configuration(t)
+        code = getattr(pynvml, f"NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_{(wrong or 'none').upper()}")
+        mask = code << pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION
         for flag, shift in _FABRIC_FLAG_SHIFTS.items():
             mask |= (1 if flags[flag] else 2) << shift  # each flag: 1 TRUE, 2 FALSE
+        gfm = (pynvml.NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_DISCONNECTED if disconnected
+               else pynvml.NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_CONNECTED)
+        mask |= gfm << pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_GFM_STATE
         gpuFabricInfo.healthMask = mask
         if hasattr(gpuFabricInfo, "healthSummary"):
-            if flags["route_unhealthy"] or state != "completed":
+            if flags["route_unhealthy"] or state != "completed" or wrong or disconnected:
                 summary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY
             elif any(flags.values()):
                 summary = pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY

@@ -77,7 +77,7 @@ class SimNvmlConfiguration:
     def _pcie(self, handle: Any, call: str) -> tuple[tuple[int, int], tuple[int, int]]:
         gpu, _ = self._gpu(handle, call)
         link = pcie_link(gpu)
-        if link is None:  # GB200: NVLink-C2C to its host
+        if link is None:  # a GPU the simulator gives no PCIe link (none today: GB200 reports Gen5 x16 too)
             raise pynvml.NVMLError_NotSupported()
         return link
 
@@ -100,7 +100,7 @@ class SimNvmlConfiguration:
     @staticmethod
     def _pcie_aer_field(gpu: Any, fid: int, t: float) -> tuple[int, int]:
         """A PCIe AER counter (nvmlDeviceGetFieldValues): zero on a healthy link; a `pcie_degraded`
-        fault's `<class>_per_minute` counts from the simulator's start. GB200: NOT_SUPPORTED."""
+        fault's `<class>_per_minute` counts from the simulator's start."""
         if pcie_link(gpu) is None:
             raise pynvml.NVMLError_NotSupported()
         effect = gpu_effect(gpu, "pcie")

@@ -43,6 +43,11 @@ class SkuModel:
     # simulator's own, not a published figure: the judge asks only that each present link be active).
     c2c_links: int = 0
     c2c_mbps: int = 0
+    # The NVLink speed NVML reports (NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON, MB/s one way): NVIDIA's
+    # figures (Health Validation nvlink_bandwidth_count_speed: GB200 53,125, H100 26,562; NVIDIA's
+    # mock-NVML GB200 profile, NVIDIA/k8s-test-infra, 53,125), H200 and B200 as the same NVLink
+    # generation. The modelled copy throughput above stays nvlink_gbps_per_link.
+    nvlink_speed_mbps: int = 26_562
 
 
 SKU_MODELS = {
@@ -51,9 +56,10 @@ SKU_MODELS = {
     "h200": SkuModel("NVIDIA H200", (9, 0), 785.0, 1450.0, 4300.0, 25.0, 4, 141 * 2**30,
                      700.0, 75.0, 690.0, 33.0, 70.0, 1980, 3201, False, False, False),
     "b200": SkuModel("NVIDIA B200", (10, 0), 1750.0, 3300.0, 6800.0, 50.0, 5, 180 * 2**30,
-                     1000.0, 140.0, 980.0, 34.0, 73.0, 1965, 3996, True, False, True),
+                     1000.0, 140.0, 980.0, 34.0, 73.0, 1965, 3996, True, False, True, nvlink_speed_mbps=53_125),
     "gb200": SkuModel("NVIDIA GB200", (10, 0), 1950.0, 3700.0, 6800.0, 50.0, 5, 186 * 2**30,
-                      1200.0, 150.0, 1150.0, 32.0, 69.0, 2062, 3996, True, True, True, c2c_links=1, c2c_mbps=450_000),
+                      1200.0, 150.0, 1150.0, 32.0, 69.0, 2062, 3996, True, True, True, c2c_links=1, c2c_mbps=450_000,
+                      nvlink_speed_mbps=53_125),
 }
 
 NVLINK5_LINE_RATE_BITS = 2 * 200e9  # bits/s on one NVLink 5 link: 2 lanes × 200 Gb/s
