@@ -515,7 +515,7 @@ def _judge(document: dict[str, Any], refs: References) -> tuple[dict[str, Any], 
     figures, bus bandwidth against the GPU model's floor and the path NCCL took."""
     checks = document["checks"]
     if document["status"] != "complete":
-        checks.append(check("collective.complete", "tray", "incomplete", None, None, "", "",
+        checks.append(check("collective.complete", "tray", "incomplete", "did not finish", "finished", "", "!=",
                             "a collective that cannot form or finish is not a pass", "; ".join(document["errors"])))
     for wrong in document.get("wrong_results") or []:
         checks.append(check("collective.verified", "tray", "fail", wrong, "exact", "result", "!=", VERIFY_SOURCE,

@@ -64,3 +64,21 @@ def test_a_healthy_gb200_rack_is_accepted_with_its_72_gpu_collective_and_no_torc
     assert summary["verdict"] == "PASS" and domain["ran"] and domain["gpus"] == 72
     assert set(domain["results"]) == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
     assert not mark.exists(), f"torch was imported by pid(s) {mark.read_text().split()}"
+
+
+def test_a_collective_that_did_not_finish_says_so_and_why_never_none():
+    """Every tray answered with an error and no result: the check and the handover page say it
+    did not finish and why — no "None" where a person reads."""
+    from opsctl.burnin.nvlink_domain import judge_domain
+    from opsctl.inventory import load_inventory
+    from opsctl.reports.domain_section import domain_html
+
+    rack = load_inventory(None).rack("rack07")
+    failed = {"status": "incomplete", "errors": ["rank 0: RuntimeError: the store went away"], "checks": []}
+    document = {"ran": True, "trays": ["ct01", "ct02"],
+                "collective": {t: {"status": "incomplete", "reason": None, "document": failed} for t in ("ct01", "ct02")}}
+    checks, section, _ = judge_domain(rack, {}, {}, document)
+    complete = next(c for c in checks if c.check == "collective.complete")
+    assert complete.verdict == "incomplete" and complete.value == "did not finish" and "store went away" in complete.reason
+    page = domain_html({"domain": section}, lambda headers, rows: "<table>" + "".join(rows) + "</table>")
+    assert "did not finish" in page and "store went away" in page and "None" not in page
