@@ -43,6 +43,14 @@ class _Handler(socketserver.StreamRequestHandler):
                 with self.server.lock:
                     present = all(key in store for key in request["keys"])
                 self._answer({"ok": present})
+            elif request["op"] == "get_all":  # every key's value, or none until all are there
+                with self.server.lock:
+                    values = [store.get(key) for key in request["keys"]]
+                if any(v is None for v in values):
+                    self._answer({"ok": False})
+                else:
+                    self._answer({"ok": True, "sizes": [len(v) for v in values if v is not None]})
+                    self.wfile.write(b"".join(v for v in values if v is not None))
             else:  # get
                 with self.server.lock:
                     value = store.get(request["key"])
@@ -111,6 +119,17 @@ class KeyStore:
                 return bytes(self.file.read(int(answer["size"])))
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {key}")
+            time.sleep(_POLL_S)
+
+    def wait_get_all(self, keys: list[str], timeout_s: float) -> list[bytes]:
+        """Every key's value, in one answer once all are there (one round trip, not one a key)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            answer = self._ask({"op": "get_all", "keys": keys})
+            if answer["ok"]:
+                return [bytes(self.file.read(int(size))) for size in answer["sizes"]]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {len(keys)} rank(s)")
             time.sleep(_POLL_S)
 
     def close(self) -> None:
@@ -184,8 +203,8 @@ class NumpyExchange:
         prefix = f"x/{','.join(map(str, ranks))}/{call}"
         data = np.ascontiguousarray(array)
         self.store.set(f"{prefix}/{self.rank}", data.tobytes())
-        return [data if r == self.rank else
-                np.frombuffer(self.store.wait_get(f"{prefix}/{r}", self.timeout_s), dtype=data.dtype) for r in ranks]
+        values = self.store.wait_get_all([f"{prefix}/{r}" for r in ranks], self.timeout_s)
+        return [np.frombuffer(value, dtype=data.dtype) for value in values]
 
     def call(self, op: str, send: Any, recv: Any, group: tuple[int, ...] | None) -> _Done:
         buffers = self._gather(send, group)
