@@ -19,7 +19,8 @@ then halves of the slower half — that narrows a slow domain to a tray.
 
 The device seam (probes/compute/collective_device.py, probes/sim/collective.py) gives the
 tensors' device and how long a collective took: measured on GPUs; on the simulator one process
-stands for a tray's GPUs, the collectives really run over gloo at small size and are verified,
+stands for a tray's GPUs, the collectives really run at small size on NumPy arrays through a
+plain-Python store (probes/sim/exchange.py: no PyTorch) and are verified,
 and the time is modelled from the rack's links for the size asked.
 """
 
@@ -296,17 +297,12 @@ class _Rank:
         self.step = 0
 
     def run(self) -> None:
-        import torch
-        import torch.distributed as dist
-
-        self.torch, self.dist = torch, dist
         plan = self.plan
         self.device = _open_device(plan, self.local_rank)
+        self.exchange = self.device.exchange()
         self.report.gpu_name = self.device.name
-        timeout = datetime.timedelta(seconds=plan.rendezvous_timeout_s)
         try:
-            self.store = dist.TCPStore(plan.master_addr, plan.master_port, None, self.rank == 0, timeout=timeout,
-                                       wait_for_workers=False)
+            self.store = self.exchange.connect(plan.master_addr, plan.master_port, self.rank, plan.rendezvous_timeout_s)
         except Exception as error:
             self.report.not_joined = [plan.trays[0]]
             raise RuntimeError(f"the rendezvous on {plan.trays[0]} ({plan.master_addr}:{plan.master_port}) never "
@@ -314,17 +310,17 @@ class _Rank:
         try:
             self._join()
             self.device.before_init()
-            dist.init_process_group(plan.dist_backend, store=dist.PrefixStore("job", self.store), rank=self.rank,
-                                    world_size=plan.world, timeout=datetime.timedelta(seconds=plan.op_timeout_s))
+            self.exchange.init(plan.dist_backend, self.rank, plan.world, plan.op_timeout_s)
             try:
                 self._sweep()
                 if plan.bisect_bytes:
                     self._bisect(plan.bisect_bytes)
                 self.report.nccl_lines = self.device.nccl_lines(self.rank, plan.world)
             finally:
-                dist.destroy_process_group()
+                self.exchange.destroy()
         finally:
             self._leave()
+            self.exchange.close()
 
     # --- rendezvous: every rank says it is here; the ones that never say so are named -------------------
     def _join(self) -> None:
@@ -357,30 +353,29 @@ class _Rank:
     def _collective(self, op: str, nbytes: int, group: Any = None, ranks: list[int] | None = None) -> tuple[float, bool]:
         """Run `op` on buffers of `nbytes` (as the device moves them): verify one call, time
         `iterations` more. (seconds for the iterations, verified)."""
-        torch, plan = self.torch, self.plan
+        xp, plan = self.exchange, self.plan
         ranks = list(range(plan.world)) if ranks is None else ranks
         n = len(ranks)
         me = ranks.index(self.rank)
         count = max(1, self.device.real_bytes(nbytes) // 4 // n)  # elements per rank's chunk
-        dev = self.device.torch_device
-        base = torch.arange(n, dtype=torch.float32, device=dev).repeat_interleave(count)  # chunk j holds j
+        base = xp.chunk_index(n, count)  # chunk j holds j
         if op == "all_reduce":
-            send, recv = torch.full((n * count,), float(me + 1), device=dev), None
-            expected = torch.full((n * count,), float(n * (n + 1) // 2), device=dev)
+            send, recv = xp.full(n * count, float(me + 1)), None
+            expected = xp.full(n * count, float(n * (n + 1) // 2))
         elif op == "all_gather":
-            send, recv = torch.full((count,), float(me + 1), device=dev), torch.empty(n * count, device=dev)
+            send, recv = xp.full(count, float(me + 1)), xp.empty(n * count)
             expected = base + 1
         elif op == "reduce_scatter":
-            send, recv = (base + 1) * (me + 1), torch.empty(count, device=dev)
-            expected = torch.full((count,), float((me + 1) * n * (n + 1) // 2), device=dev)
+            send, recv = (base + 1) * (me + 1), xp.empty(count)
+            expected = xp.full(count, float((me + 1) * n * (n + 1) // 2))
         else:  # all_to_all: chunk j of rank k goes to rank j
-            send, recv = base + 1 + me * n, torch.empty(n * count, device=dev)
-            expected = me + 1 + torch.arange(n, dtype=torch.float32, device=dev).repeat_interleave(count) * n
-        fresh = send.clone()
+            send, recv = base + 1 + me * n, xp.empty(n * count)
+            expected = me + 1 + base * n
+        fresh = xp.clone(send)
         self._call(op, send, recv, group)
         result = send if recv is None else recv
         self.device.received(result)
-        verified = bool(torch.equal(result, expected))
+        verified = xp.equal(result, expected)
         self.device.synchronize()
         started = time.perf_counter()
         for _ in range(plan.iterations):
@@ -392,16 +387,8 @@ class _Rank:
         return seconds, verified
 
     def _call(self, op: str, send: Any, recv: Any, group: Any) -> None:
-        dist = self.dist
         self._arrive()
-        if op == "all_reduce":
-            work = dist.all_reduce(send, group=group, async_op=True)
-        elif op == "all_gather":
-            work = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)(recv, send, group=group, async_op=True)
-        elif op == "reduce_scatter":
-            work = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)(recv, send, group=group, async_op=True)
-        else:
-            work = dist.all_to_all_single(recv, send, group=group, async_op=True)
+        work = self.exchange.call(op, send, recv, group)
         work.wait(timeout=datetime.timedelta(seconds=self.plan.op_timeout_s))
 
     def _arrive(self) -> None:
@@ -428,36 +415,33 @@ class _Rank:
             raise
 
     def _sweep(self) -> None:
-        torch, dist = self.torch, self.dist
         for op in self.plan.operations:
             for nbytes in self.plan.sizes:
                 seconds, verified = self._guarded(op, nbytes)
                 self.report.steps.append([op, nbytes, seconds, verified])
         # The job's time of each step is its slowest rank's.
-        times = torch.tensor([s[2] for s in self.report.steps], dtype=torch.float64, device=self.device.torch_device)
         self._arrive()
-        dist.all_reduce(times, op=dist.ReduceOp.MAX)
-        self.report.job_seconds = [float(t) for t in times.cpu()]
+        self.report.job_seconds = self.exchange.max_across([s[2] for s in self.report.steps])
 
     # --- bisection: halves of the trays at once, then halves of the slower half -------------------------
     def _bisect(self, nbytes: int) -> None:
-        torch, dist, plan = self.torch, self.dist, self.plan
+        xp, plan = self.exchange, self.plan
         candidates = list(range(len(plan.trays)))
         while len(candidates) > 1:
             halves = [candidates[: len(candidates) // 2], candidates[len(candidates) // 2:]]
             groups: list[tuple[list[int], Any]] = []
             for half in halves:
                 ranks = [node * plan.local_ranks + i for node in half for i in range(plan.local_ranks)]
-                groups.append((ranks, dist.new_group(ranks)))  # every rank creates every group, in order
-            times = torch.zeros(2, dtype=torch.float64, device=self.device.torch_device)
+                groups.append((ranks, xp.new_group(ranks)))  # every rank creates every group, in order
+            times = [0.0, 0.0]
             for index, (ranks, group) in enumerate(groups):
                 if self.rank in ranks:
                     seconds, _ = self._guarded("all_reduce", nbytes, group=group, ranks=ranks)
                     times[index] = seconds
             self._arrive()
-            dist.all_reduce(times, op=dist.ReduceOp.MAX)
+            times = xp.max_across(times)
             found: list[dict[str, Any]] = []
-            for half, (ranks, _), seconds in zip(halves, groups, times.cpu().tolist()):
+            for half, (ranks, _), seconds in zip(halves, groups, times):
                 n = plan.gpus(ranks)
                 algbw = nbytes * plan.iterations / seconds / 1e9 if seconds > 0 else 0.0
                 found.append({"trays": [plan.trays[k] for k in half], "gpus": n,
@@ -531,7 +515,7 @@ def _judge(document: dict[str, Any], refs: References) -> tuple[dict[str, Any], 
     figures, bus bandwidth against the GPU model's floor and the path NCCL took."""
     checks = document["checks"]
     if document["status"] != "complete":
-        checks.append(check("collective.complete", "tray", "incomplete", None, None, "", "",
+        checks.append(check("collective.complete", "tray", "incomplete", "did not finish", "finished", "", "!=",
                             "a collective that cannot form or finish is not a pass", "; ".join(document["errors"])))
     for wrong in document.get("wrong_results") or []:
         checks.append(check("collective.verified", "tray", "fail", wrong, "exact", "result", "!=", VERIFY_SOURCE,

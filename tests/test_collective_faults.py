@@ -1,11 +1,9 @@
-"""The rack-wide collective for real (gloo, one process per simulated tray) when a tray goes
+"""The rack-wide collective for real (one process per simulated tray) when a tray goes
 wrong: a tray whose result is wrong is named by its own verification; a tray whose GPU hangs
 before a collective is named by the others when that collective times out — incomplete, never
 a pass — and the domain judge names both with the tray's id."""
 
 import json
-
-import pytest
 
 from opsctl.burnin.nvlink_domain import judge_domain
 from opsctl.inventory import load_inventory
@@ -40,7 +38,6 @@ def domain_checks(results):
 
 
 def test_a_tray_whose_result_is_wrong_is_named_by_its_verification(rack07_topology, tmp_path):
-    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
     results = run_job(tmp_path, rack07_topology, "faults:\n  - {kind: deterministic_sdc, gpu: ct02/gpu1}\n")
     for tray, (code, document) in results.items():
         verified = [c for c in document["checks"] if c["check"] == "collective.verified"]
@@ -57,7 +54,6 @@ def test_a_tray_whose_result_is_wrong_is_named_by_its_verification(rack07_topolo
 
 
 def test_a_collective_that_times_out_names_the_tray_that_had_not_arrived(rack07_topology, tmp_path):
-    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
     results = run_job(tmp_path, rack07_topology, "faults:\n  - {kind: gpu_hang, gpu: ct02/gpu0, nvml: false}\n",
                       "--op-timeout", 8, hung="ct02")  # 8 s: room for both to form the group on a busy machine
     code, document = results["ct01"]

@@ -3,7 +3,6 @@ simulated NVL72: each domain fault kind fails the rack with its part in `failing
 
 import json
 
-import pytest
 
 from opsctl.rack_models import model_named
 from opsctl.topology import build_topology
@@ -35,7 +34,6 @@ def test_a_tray_without_imex_and_a_gpu_in_another_clique_stop_the_load_and_are_n
 
 
 def test_acceptance_runs_the_domain_and_names_nccl_on_the_network_and_a_degraded_switch_chip(opsctl_process, tmp_path):
-    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
     fleet = inventory(tmp_path, "  - {kind: nccl_fallback}\n  - {kind: switch_chip_degraded, part: st3/sw0, factor: 0.5}\n")
     result = opsctl_process("--inventory", fleet, "accept", "rack12", "--duration", "2", "--json", "--no-ledger",
                             "--out", tmp_path / "run", timeout=900)
@@ -64,7 +62,6 @@ def test_the_bisections_slow_tray_is_named_with_its_repair(opsctl_process, tmp_p
     """ct05/gpu1's 18 links at 85% of their bandwidth: every link carries its GPU's median (no
     traffic check fails) and no counter moves, but the all-reduce by halves narrows to ct05 —
     which the localizer names, with its repair, as nothing smaller on the tray explains it."""
-    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
     fleet = inventory(tmp_path, "".join(f"  - {{kind: link_degraded, link: ct05/gpu1/nvl{p:02d}, factor: 0.85}}\n"
                                         for p in range(18)))
     result = opsctl_process("--inventory", fleet, "burnin", "rack12", "--probes", "counters,collective", "--duration", "1",

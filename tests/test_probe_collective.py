@@ -1,6 +1,7 @@
 """The rack-wide collective: for real with torch.distributed (gloo on CPUs) across separately
 launched node processes, as an orchestrator launches them — on CPUs, and on simulated trays whose
-collectives really run while their time is modelled from the rack's links."""
+collectives really run (NumPy through the simulator's own store, no PyTorch) while their time is
+modelled from the rack's links."""
 
 import json
 import subprocess
@@ -83,10 +84,9 @@ def degraded_gpu(factor):
 
 
 def test_simulated_trays_run_one_job_for_real_and_the_bisection_names_the_slow_tray(rack07_topology, tmp_path):
-    """Three simulated trays, one gloo process each (standing for its 4 GPUs): every collective
+    """Three simulated trays, one process each (standing for its 4 GPUs): every collective
     really runs and is verified; the time is modelled from the links, so ct02, 15% slower (the
     margin is 10%), is where the bisection by halves ends."""
-    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
     trays = ["ct01", "ct02", "ct03"]
     job = simulated_job(spec_file(tmp_path, degraded_gpu(0.85), rack07_topology), trays, trays, free_port())
     documents = {}
@@ -107,7 +107,6 @@ def test_simulated_trays_run_one_job_for_real_and_the_bisection_names_the_slow_t
 
 
 def test_a_tray_that_never_joins_is_named_and_the_job_is_incomplete(rack07_topology, tmp_path):
-    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
     job = simulated_job(spec_file(tmp_path, "seed: 2\n", rack07_topology), ["ct01", "ct02", "ct03"], ["ct01", "ct02"],
                         free_port(), "--rendezvous-timeout", 10)
     for process in job.values():

@@ -228,9 +228,11 @@ def judge_domain(rack: Rack, gpu_readings: dict[str, dict[str, Any]], systems: d
     if not complete:
         if not (not_joined or not_arrived):
             errors = [e for r in results.values() for e in ((r.get("document") or {}).get("errors") or [])]
-            checks.append(Check("collective.complete", rack_id, "incomplete", None, None, "", "", INCOMPLETE_SOURCE,
+            checks.append(Check("collective.complete", rack_id, "incomplete", "did not finish", "finished", "", "!=",
+                                INCOMPLETE_SOURCE,
                                 "the rack's collective did not finish: " + ("; ".join(errors[:3]) or "no tray reported")))
         section["trays_not_joined"], section["trays_not_answering"] = not_joined, not_arrived
+        section["not_finished_because"] = [c.reason for c in checks if c.check.startswith("collective.")][:8]
         return checks, section, notes
     first = complete[min(complete, key=trays.index)]
     for tray, tray_document in complete.items():

@@ -24,6 +24,11 @@ def domain_html(summary: dict[str, Any], table: Callable[[list[str], list[str]],
     if not domain.get("ran"):
         parts.append(f"<p><b>The collective was not run:</b> {escape('; '.join(domain['not_run_because']))}</p>")
         return "\n".join(parts)
+    if not domain.get("results"):  # it started, but never finished: say why, not empty figures
+        reasons = domain.get("not_finished_because") or ["no tray reported a result"]
+        parts.append(f"<p><b>The collective was started but did not finish</b>, so nothing was measured: "
+                     f"{escape('; '.join(reasons))}</p>")
+        return "\n".join(parts)
     transport = domain.get("transport") or {}
     paths = ", ".join(f"{path} ({count} channels)" for path, count in (transport.get("paths") or {}).items()) or "not reported"
     parts.append(f"<p>{domain.get('gpus')} GPUs in one job ({escape(str(domain.get('dist_backend')))}); NCCL's path: "
@@ -39,6 +44,6 @@ def domain_html(summary: dict[str, Any], table: Callable[[list[str], list[str]],
             [_row([r["size"], float(r["seconds"] * 1e6), float(r["algbw_gbps"]), float(r["busbw_gbps"]),
                    float(r["floor_gbps"]) if r.get("floor_gbps") else "no public floor",
                    float(domain["ceiling_gbps"]) if domain.get("ceiling_gbps") else "–"]) for r in rows]))
-    parts.append(f'<p class="muted">{escape(domain.get("floor_note") or "")}. Floor: {escape(str(domain.get("floor_source")))}. '
-                 f'Ceiling: {escape(str(domain.get("ceiling_source")))}.</p>')
+    parts.append(f'<p class="muted">{escape(domain.get("floor_note") or "")}. Floor: {escape(str(domain.get("floor_source") or "no public floor"))}. '
+                 f'Ceiling: {escape(str(domain.get("ceiling_source") or "no public ceiling"))}.</p>')
     return "\n".join(parts)

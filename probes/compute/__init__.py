@@ -106,6 +106,10 @@ class CollectiveDevice(Protocol):
     gpus_per_rank: int  # GPUs one rank stands for
     torch_device: Any  # where the rank's tensors live (a torch.device, or "cpu")
 
+    def exchange(self) -> Any:
+        """The job's rendezvous store and collectives on this device's arrays: torch.distributed
+        (NCCL, gloo) on a real tray, NumPy through a plain-Python store in the simulator."""
+
     def before_init(self) -> None:
         """Called before the process group starts (NCCL reads its debug settings then)."""
 

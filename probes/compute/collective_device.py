@@ -11,7 +11,8 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
-from typing import TYPE_CHECKING
+import datetime
+from typing import TYPE_CHECKING, Any
 
 NCCL_LINE_MARKS = (" via ", "NVLS")  # the lines that say which transport a channel took
 
@@ -35,6 +36,9 @@ class TorchCollectiveDevice:
         else:
             self.torch_device = torch.device("cpu")
             self.name = "cpu"
+
+    def exchange(self) -> TorchExchange:
+        return TorchExchange(self.torch, self.torch_device)
 
     def before_init(self) -> None:
         """NCCL reads its debug settings when it starts: ask it to say which transports it uses
@@ -68,6 +72,65 @@ class TorchCollectiveDevice:
             with open(path, encoding="utf-8", errors="replace") as file:
                 lines += [line.strip() for line in file if any(mark in line for mark in NCCL_LINE_MARKS)]
         return lines
+
+
+class TorchExchange:
+    """The job's rendezvous (torch.distributed's TCPStore) and collectives (NCCL on GPUs, gloo on
+    CPUs) on torch tensors: what probes/collective.py runs on a real tray. The simulator's
+    counterpart, without PyTorch, is probes/sim/exchange.py."""
+
+    def __init__(self, torch: Any, device: Any) -> None:
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.device = torch, dist, device
+
+    def connect(self, host: str, port: int, rank: int, timeout_s: float) -> Any:
+        self.store = self.dist.TCPStore(host, port, None, rank == 0, timeout=datetime.timedelta(seconds=timeout_s),
+                                        wait_for_workers=False)
+        return self.store
+
+    def init(self, backend: str, rank: int, world: int, timeout_s: float) -> None:
+        self.dist.init_process_group(backend, store=self.dist.PrefixStore("job", self.store), rank=rank, world_size=world,
+                                     timeout=datetime.timedelta(seconds=timeout_s))
+
+    def destroy(self) -> None:
+        self.dist.destroy_process_group()
+
+    def close(self) -> None:
+        pass
+
+    def new_group(self, ranks: list[int]) -> Any:
+        return self.dist.new_group(ranks)
+
+    def full(self, n: int, value: float) -> Any:
+        return self.torch.full((n,), value, device=self.device)
+
+    def chunk_index(self, n: int, count: int) -> Any:
+        return self.torch.arange(n, dtype=self.torch.float32, device=self.device).repeat_interleave(count)
+
+    def empty(self, n: int) -> Any:
+        return self.torch.empty(n, device=self.device)
+
+    def clone(self, array: Any) -> Any:
+        return array.clone()
+
+    def equal(self, a: Any, b: Any) -> bool:
+        return bool(self.torch.equal(a, b))
+
+    def call(self, op: str, send: Any, recv: Any, group: Any) -> Any:
+        dist = self.dist
+        if op == "all_reduce":
+            return dist.all_reduce(send, group=group, async_op=True)
+        if op == "all_gather":
+            return getattr(dist, "all_gather_single", dist.all_gather_into_tensor)(recv, send, group=group, async_op=True)
+        if op == "reduce_scatter":
+            return getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)(recv, send, group=group, async_op=True)
+        return dist.all_to_all_single(recv, send, group=group, async_op=True)
+
+    def max_across(self, values: list[float], group: Any = None) -> list[float]:
+        times = self.torch.tensor(values, dtype=self.torch.float64, device=self.device)
+        self.dist.all_reduce(times, op=self.dist.ReduceOp.MAX, group=group)
+        return [float(t) for t in times.cpu()]
 
 
 if TYPE_CHECKING:

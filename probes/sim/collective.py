@@ -1,6 +1,7 @@
 """The simulator's side of the rack-wide collective: one process stands for a tray's GPUs, its
-tensors live on the CPU (the collectives really run over gloo, at small size, and are
-verified), and the time a collective takes is modelled from the rack for the size asked.
+arrays live on the CPU (the collectives really run, at small size, between the trays' processes
+through probes/sim/exchange.py, NumPy and a plain-Python store, no PyTorch, and are verified),
+and the time a collective takes is modelled from the rack for the size asked.
 
 The model (the simulator's ground truth, not a threshold): a collective over some GPUs moves
 its bus bytes (nccl-tests' busbw factor × the size) at the pace of the GPU with the least live
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from probes.collective import BUS_FACTORS
 from probes.sim.device import DeviceLost
+from probes.sim.exchange import NumpyExchange
 from probes.sim.hardware import SimRack, allreduce_busbw_gbps
 
 LATENCY_S = 25e-6  # per collective call, the simulator's figure for a small NVLink collective
-REAL_BYTES = 16 * 2**10  # what really moves over gloo, whatever the size asked
+REAL_BYTES = 16 * 2**10  # what really moves between the trays, whatever the size asked
 NETWORK_GBPS_PER_GPU = 50.0  # one 400 Gb/s port per GPU: the path NCCL falls back to
 
 
@@ -32,6 +34,10 @@ class SimCollectiveDevice:
         self.name = rack.sku.name
         self.gpus_per_rank = len(self.tray.gpus)
         self.fallback = bool(rack.spec.domain.get("nccl_fallback"))
+
+    def exchange(self) -> NumpyExchange:
+        """The collectives on NumPy arrays through a plain-Python store: no PyTorch on a simulated tray."""
+        return NumpyExchange()
 
     def before_init(self) -> None:
         pass
