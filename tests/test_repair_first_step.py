@@ -79,3 +79,12 @@ def test_link_evidence_still_names_the_part_it_points_at(hgx_topology):
             entry["xids"] = [74]
     suspects = [s for s in localize_snapshot(snapshot, hgx_topology)["suspects"] if "alternative_to" not in s]
     assert [(s["component"], s["repair"]) for s in suspects] == [("hgx01/gpu5/nvl07", "replace_baseboard")]
+
+
+@pytest.mark.parametrize("code", [185, 165])
+def test_an_xid_nvidia_gives_no_action_for_is_reset_first_not_replaced(code, rack07_topology):
+    """185 has no catalog row, 165 a row without a bucket: both fail (opsctl's rule), and the
+    repair is the reset the xid check names, not a compute tray."""
+    assert "reset the gpu" in rule(code).action.lower() and "opsctl's rule" in rule(code).action
+    [suspect] = localized(rack07_topology, "rack07/ct03/gpu1", code)
+    assert (suspect["repair"], suspect["gpus_idled"]) == ("reset_gpu", 1)

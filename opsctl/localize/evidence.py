@@ -152,7 +152,11 @@ REBOOT_BUCKETS = ("RESTART_BM",)
 
 
 def first_repair(bucket: str | None) -> str:
-    """The repair context (opsctl/data/mttr.yaml gpu@<context>) of an immediate bucket."""
+    """The repair context (opsctl/data/mttr.yaml gpu@<context>) of an immediate bucket. A code
+    without one (not in the catalog, or listed without a bucket) is reset first, as its xid
+    check says (opsctl's rule): no part is replaced on an XID NVIDIA gives no action for."""
+    if bucket is None:
+        return "reset"
     return "reboot" if bucket in REBOOT_BUCKETS else "reset" if bucket in RESET_BUCKETS else "rma"
 
 
@@ -168,7 +172,7 @@ def _gpu_xids() -> dict[int, GpuXid]:
 
 GPU_XIDS = _gpu_xids()
 # An XID the catalog does not list fails its GPU in the judge; here it is the GPU's own evidence.
-UNLISTED_XID = GpuXid("not in NVIDIA's XID catalog", 0.2, 1e-5, "rma")
+UNLISTED_XID = GpuXid("no row in NVIDIA's XID catalog", 0.2, 1e-5, first_repair(None))
 
 
 def gpu_xid(code: int) -> GpuXid | None:
