@@ -88,3 +88,13 @@ def test_an_xid_nvidia_gives_no_action_for_is_reset_first_not_replaced(code, rac
     assert "reset the gpu" in rule(code).action.lower() and "opsctl's rule" in rule(code).action
     [suspect] = localized(rack07_topology, "rack07/ct03/gpu1", code)
     assert (suspect["repair"], suspect["gpus_idled"]) == ("reset_gpu", 1)
+
+
+def test_a_lost_gpu_that_logged_xid_79_is_rebooted_in_a_burn_in_too():
+    """A burn-in's GPU fails its own gpu.lost check as well as logging 79: the reboot still wins
+    over the reset a lost GPU alone gets, and an RMA-grade fault still wins over both."""
+    from opsctl.localize.result import gpu_repair_context
+    assert gpu_repair_context([79], True, [{"check": "gpu.lost"}]) == "reboot"
+    assert gpu_repair_context([], True, [{"check": "gpu.lost"}]) == "reset"
+    assert gpu_repair_context([79], True, [{"check": "gemm.bf16.mismatches"}]) == "rma"
+    assert gpu_repair_context([119], False) == "reset"

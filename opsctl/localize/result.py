@@ -48,10 +48,10 @@ def gpu_repair_context(xid_codes: Iterable[int], lost: bool, failed_checks: Sequ
     contexts = {known.repair for known in map(gpu_xid, xid_codes) if known is not None}
     if "rma" in contexts or (fault and fault.context == "rma"):
         return "rma"
+    if "reboot" in contexts and (fault is None or fault.context == "reset"):
+        return "reboot"  # XID 79 (RESTART_BM): a reboot resets every GPU of the machine, so it covers a reset too
     if fault is not None:
         return fault.context
-    if "reboot" in contexts:  # a reboot resets every GPU of the machine: it covers a reset too
-        return "reboot"
     if contexts or lost:
         return "reset"
     return None
