@@ -91,6 +91,13 @@ def decode(code: int, intr_info: int, error_status: int, driver_major: int | Non
     return None
 
 
+def _layout(row: dict[str, Any], intr_info: int) -> str:
+    """Which of the decode sheet's intrInfo layouts the register fits, in words."""
+    fits = [name for version, name in (("intrinfo_v1", "pre-R575 layout"), ("intrinfo_v2", "R575+ layout"))
+            if _mask_matches(row[version], intr_info)]
+    return "either layout" if len(fits) == 2 else fits[0]
+
+
 def rule(code: int, intr_info: int | None = None, error_status: int | None = None,
          driver_major: int | None = None) -> XidRuling:
     """The ruling for XID `code`; for an NVLink 5 unit XID the intrInfo and errorStatus of its
@@ -109,8 +116,8 @@ def rule(code: int, intr_info: int | None = None, error_status: int | None = Non
     if rows:
         row = decode(code, intr_info, error_status, driver_major) if intr_info is not None and error_status is not None else None
         if row is not None:
-            decoded = (f"unit {row['unit']}, intrInfo {intr_info:#010x}, errorStatus {error_status:#010x}: "
-                       f"{row['severity']}")
+            decoded = (f"unit {row['unit']}, intrInfo {intr_info:#010x} ({_layout(row, intr_info)}), "
+                       f"errorStatus {error_status:#010x}: {row['severity']}")
         else:
             row = _most_severe(rows)
         bucket, investigatory = row["immediate"], row["investigatory"]

@@ -98,6 +98,7 @@ def test_a_real_nvlink5_line_decodes_under_any_driver_branch(line, unit, bucket,
     ruling = rule(entry["xid"], entry["intr_info"], entry["error_status"], driver)
     assert (ruling.bucket, ruling.investigatory, ruling.verdict) == (bucket, investigatory, verdict)
     assert ruling.decoded is not None and f"unit {unit}," in ruling.decoded
+    assert ("R575+ layout" if entry["xid"] == 144 else "pre-R575 layout") in ruling.decoded
 
 
 def test_the_two_layouts_never_decode_one_register_to_two_units():
