@@ -115,7 +115,7 @@ def rule(code: int, intr_info: int | None = None, error_status: int | None = Non
     rows = nvlink5_rows(code)
     if rows:
         row = decode(code, intr_info, error_status, driver_major) if intr_info is not None and error_status is not None else None
-        if row is not None:
+        if row is not None and intr_info is not None:
             decoded = (f"unit {row['unit']}, intrInfo {intr_info:#010x} ({_layout(row, intr_info)}), "
                        f"errorStatus {error_status:#010x}: {row['severity']}")
         else:
