@@ -92,9 +92,10 @@ def test_an_xid_nvidia_gives_no_action_for_is_reset_first_not_replaced(code, rac
 
 def test_a_lost_gpu_that_logged_xid_79_is_rebooted_in_a_burn_in_too():
     """A burn-in's GPU fails its own gpu.lost check as well as logging 79: the reboot still wins
-    over the reset a lost GPU alone gets, and an RMA-grade fault still wins over both."""
+    over the reset-grade faults, and an RMA-grade fault still wins over both."""
     from opsctl.localize.result import gpu_repair_context
     assert gpu_repair_context([79], True, [{"check": "gpu.lost"}]) == "reboot"
-    assert gpu_repair_context([], True, [{"check": "gpu.lost"}]) == "reset"
+    assert gpu_repair_context([], True, [{"check": "gpu.lost"}]) == "reboot"  # GPU_IS_LOST without its XID 79
+    assert gpu_repair_context([], False, [{"check": "gpu.hung"}]) == "reset"
     assert gpu_repair_context([79], True, [{"check": "gemm.bf16.mismatches"}]) == "rma"
     assert gpu_repair_context([119], False) == "reset"

@@ -48,13 +48,14 @@ def gpu_repair_context(xid_codes: Iterable[int], lost: bool, failed_checks: Sequ
     contexts = {known.repair for known in map(gpu_xid, xid_codes) if known is not None}
     if "rma" in contexts or (fault and fault.context == "rma"):
         return "rma"
-    if "reboot" in contexts and (fault is None or fault.context == "reset"):
-        return "reboot"  # XID 79 (RESTART_BM): a reboot resets every GPU of the machine, so it covers a reset too
+    # XID 79 (RESTART_BM) or a GPU that stopped answering (GPU_IS_LOST): reboot the machine; a
+    # reboot resets every GPU of the machine, so it covers a reset-grade fault too.
+    reboot = "reboot" in contexts or lost or (fault is not None and fault.context == "reboot")
+    if reboot and (fault is None or fault.context in ("reset", "reboot")):
+        return "reboot"
     if fault is not None:
         return fault.context
-    if contexts or lost:
-        return "reset"
-    return None
+    return "reset" if contexts else None
 
 
 class RackResult:
