@@ -77,16 +77,25 @@ def _status_matches(listed: object, status: int) -> bool:
 
 def decode(code: int, intr_info: int, error_status: int, driver_major: int | None = None) -> dict[str, Any] | None:
     """The decode row of an NVLink 5 unit XID (144-150) for the registers of its kernel log
-    line, or None when no row fits. Without the driver's branch both mask versions are tried,
-    the one of the newer branch first."""
+    line, or None when no row fits. The sheet has two intrInfo layouts (before R575 and from
+    R575); the layout of the driver's branch is tried first, then the other: a kernel log keeps
+    lines an earlier driver wrote, and drivers of one branch are seen writing the other's layout
+    (docs/sources.md). The two layouts place the unit in different bits, so no line fits both."""
     versions = ["intrinfo_v2", "intrinfo_v1"]
-    if driver_major is not None:
-        versions = ["intrinfo_v2" if driver_major >= R575 else "intrinfo_v1"]
+    if driver_major is not None and driver_major < R575:
+        versions.reverse()
     for version in versions:
         for row in nvlink5_rows(code):
             if _mask_matches(row[version], intr_info) and _status_matches(row["error_status"], error_status):
                 return row
     return None
+
+
+def _layout(row: dict[str, Any], intr_info: int) -> str:
+    """Which of the decode sheet's intrInfo layouts the register fits, in words."""
+    fits = [name for version, name in (("intrinfo_v1", "pre-R575 layout"), ("intrinfo_v2", "R575+ layout"))
+            if _mask_matches(row[version], intr_info)]
+    return "either layout" if len(fits) == 2 else fits[0]
 
 
 def rule(code: int, intr_info: int | None = None, error_status: int | None = None,
@@ -99,20 +108,23 @@ def rule(code: int, intr_info: int | None = None, error_status: int | None = Non
     source = data["source"]
     if entry is None:
         unlisted = data["unlisted"]
-        return XidRuling(code, None, "not in NVIDIA's XID catalog", None, None, unlisted["verdict"], unlisted["alert"],
-                         unlisted["action"], runbook, listed=False, source=source)
+        listed = sorted(data["xids"])
+        return XidRuling(code, None, f"no row in NVIDIA's XID catalog (it lists XIDs {listed[0]}-{listed[-1]})", None, None,
+                         unlisted["verdict"], unlisted["alert"], unlisted["action"], runbook, listed=False, source=source)
     bucket, investigatory, decoded = entry["immediate"], entry["investigatory"], None
     rows = nvlink5_rows(code)
     if rows:
         row = decode(code, intr_info, error_status, driver_major) if intr_info is not None and error_status is not None else None
-        if row is not None:
-            decoded = (f"unit {row['unit']}, intrInfo {intr_info:#010x}, errorStatus {error_status:#010x}: "
-                       f"{row['severity']}")
+        if row is not None and intr_info is not None:
+            decoded = (f"unit {row['unit']}, intrInfo {intr_info:#010x} ({_layout(row, intr_info)}), "
+                       f"errorStatus {error_status:#010x}: {row['severity']}")
         else:
             row = _most_severe(rows)
         bucket, investigatory = row["immediate"], row["investigatory"]
     how = data["buckets"].get(bucket) or data["unlisted"]
     action = how["action"]
+    if bucket not in data["buckets"]:
+        action = f"the catalog lists this XID without a resolution bucket: {action}"
     if rows and decoded is None:
         action = (f"{action}; without a decodable kernel log line the catalog's most severe row for XID {code} applies "
                   f"({bucket}): read the NVRM Xid line on the tray to decode it")

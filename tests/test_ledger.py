@@ -54,7 +54,7 @@ def test_statistics_are_worked_by_hand(ledger_db):
     mttr = stats["mttr"]["by_action"]
     assert mttr["reset_gpu"]["median_hours"] == 2.0 and mttr["reset_gpu"]["gpus_idled_mean"] == 1
     assert mttr["replace_compute_tray"]["median_hours"] == 6.0 and mttr["replace_compute_tray"]["gpus_idled_mean"] == 4
-    assert mttr["reset_gpu"]["published_source"].endswith("opsctl estimate (XID catalog: reset GPU for XID 79, 119, 120, 136, 140, 155)")
+    assert mttr["reset_gpu"]["published_source"].endswith("opsctl estimate (NVIDIA Xid catalog: immediate action RESET_GPU, e.g. XID 95, 119, 120, 140, 155)")
     infant = stats["infant_mortality"]
     assert (infant["early"]["failures"], infant["later"]["failures"]) == (2, 0)
     assert infant["early"]["gpu_days"] == round(7 * 72 - 2 / 24 - 1.0, 1) and infant["later"]["gpu_days"] == 216.0

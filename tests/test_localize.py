@@ -129,12 +129,13 @@ def test_three_unrelated_links_in_one_cartridge_stay_three_links(rack07_topology
 
 
 @pytest.mark.slow
-def test_a_lost_gpu_is_reset(rack07_topology):
+def test_a_lost_gpu_is_rebooted_as_its_xid_79_says(rack07_topology):
+    # The lost GPU logs XID 79: the catalog's RESTART_BM (nvidia-smi -r cannot reach a GPU off the bus).
     result = localize_snapshot(snapshot_of("seed: 1\nfaults:\n  - {kind: gpu_lost, gpu: ct09/gpu2, start_s: 3}\n", rack07_topology),
                                rack07_topology)
     (gpu,) = faults_of(result)
     assert gpu["component"] == "rack07/ct09/gpu2" and gpu["score"] > 0.95
-    assert gpu["repair"] == "reset_gpu" and gpu["gpus_idled"] == 1 and gpu["runbook"] == "runbooks/xid-79-fell-off-bus.md"
+    assert gpu["repair"] == "reboot_machine" and gpu["gpus_idled"] == 4 and gpu["runbook"] == "runbooks/xid-79-fell-off-bus.md"
     assert any("did not answer" in line for line in gpu["evidence"])
 
 

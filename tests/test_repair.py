@@ -26,7 +26,7 @@ def test_open_close_list(opsctl, memory_tmp_path):
 def test_mistakes_are_one_line(opsctl, memory_tmp_path):
     db = ("--db", f"sqlite:///{memory_tmp_path / 'l.sqlite'}")
     assert_one_line_error(opsctl("repair", "open", "rack07/ct03", "--action", "pray", *db), 2,
-                          "unknown repair action 'pray' (known: configure_gpu, replace_baseboard")
+                          "unknown repair action 'pray' (known: configure_gpu, reboot_machine, replace_baseboard")
     assert_one_line_error(opsctl("repair", "open", "rack07/ct33", *db), 2, "no such component in rack07")
     assert_one_line_error(opsctl("repair", "open", "rack07/ct03", "--at", "soon", *db), 2, "not a time: 'soon'")
     assert_one_line_error(opsctl("repair", "close", "rack07/ct03", *db), 2, "no open repair of rack07/ct03")

@@ -138,16 +138,26 @@ class GpuXid:
     name: str
     p_faulty: float  # P(logged in the window | GPU faulty)
     p_healthy: float  # P(logged in the window | GPU healthy)
-    repair: str  # the repair context in opsctl/data/mttr.yaml: reset (reset the GPU) or rma
+    repair: str  # the repair context in opsctl/data/mttr.yaml: reset (reset the GPU), reboot (the machine) or rma
 
     @property
     def log_ratio(self) -> float:
         return float(np.log(self.p_faulty / self.p_healthy))
 
 
-# Immediate buckets whose first repair is the GPU's own reset or reboot; the catalog's others
-# that fail a GPU (CONTACT_SUPPORT, CHECK_MECHANICALS) go to support: an RMA.
-RESET_BUCKETS = ("RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48", "UPDATE_SWFW")
+# Immediate buckets whose first repair is the GPU's own reset (or the machine's reboot: RESTART_BM);
+# the catalog's others that fail a GPU (CONTACT_SUPPORT, CHECK_MECHANICALS) go to support: an RMA.
+RESET_BUCKETS = ("RESET_GPU", "RESTART_VM", "WORKFLOW_XID_48", "UPDATE_SWFW")
+REBOOT_BUCKETS = ("RESTART_BM",)
+
+
+def first_repair(bucket: str | None) -> str:
+    """The repair context (opsctl/data/mttr.yaml gpu@<context>) of an immediate bucket. A code
+    without one (not in the catalog, or listed without a bucket) is reset first, as its xid
+    check says (opsctl's rule): no part is replaced on an XID NVIDIA gives no action for."""
+    if bucket is None:
+        return "reset"
+    return "reboot" if bucket in REBOOT_BUCKETS else "reset" if bucket in RESET_BUCKETS else "rma"
 
 
 def _gpu_xids() -> dict[int, GpuXid]:
@@ -156,13 +166,13 @@ def _gpu_xids() -> dict[int, GpuXid]:
     found: dict[int, GpuXid] = {}
     for code, ruling in xid_catalog.rulings().items():
         if ruling.verdict == "fail" and code not in NVLINK_XIDS:
-            found[code] = GpuXid(ruling.meaning, 0.2, 1e-5, "reset" if ruling.bucket in RESET_BUCKETS else "rma")
+            found[code] = GpuXid(ruling.meaning, 0.2, 1e-5, first_repair(ruling.bucket))
     return found
 
 
 GPU_XIDS = _gpu_xids()
 # An XID the catalog does not list fails its GPU in the judge; here it is the GPU's own evidence.
-UNLISTED_XID = GpuXid("not in NVIDIA's XID catalog", 0.2, 1e-5, "rma")
+UNLISTED_XID = GpuXid("no row in NVIDIA's XID catalog", 0.2, 1e-5, first_repair(None))
 
 
 def gpu_xid(code: int) -> GpuXid | None:

@@ -36,7 +36,9 @@ CHECK_FAULTS = (
     (re.compile(r"c2c\.\w+$"), GpuFault("c2c_link_down", "replace", 3)),  # GB200: GPU and Grace share the tray's board
     (re.compile(r"(fabric\.health|fabric\.clique)$"), GpuFault("fabric_degraded", "fabric", 3)),
     (re.compile(r"(memory\.remapped_rows|memory\.retired_pages|ecc\.uncorrected_volatile)$"), GpuFault("row_remap", "reset", 2)),
-    (re.compile(r"(gpu\.lost|gpu\.hung|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
+    # GPU_IS_LOST: off the bus, out of nvidia-smi -r's reach; the catalog's XID 79 says reboot (RESTART_BM).
+    (re.compile(r"gpu\.lost$"), GpuFault("gpu_lost", "reboot", 2)),
+    (re.compile(r"(gpu\.hung|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
     (re.compile(r"(gemm\.\w+\.tflops(\.peers)?|membw\.gbps(\.peers)?|rack\.\w+)$"), GpuFault("slow_gpu", "reset", 1)),
     (re.compile(r"nvlink\.link_count$"), GpuFault("gpu", "replace", 3)),
     # A switch tray's own check (it reaches here as a tray's failed check): its firmware, flashed (switch_tray@firmware).

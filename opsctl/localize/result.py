@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opsctl.localize.evidence import COUNTERS, SOURCE, XID_SOURCE, gpu_xid
+from opsctl.localize.evidence import COUNTERS, NVLINK_XIDS, SOURCE, XID_SOURCE, gpu_xid
 from opsctl.localize.gpu_faults import worst_fault
 from opsctl.localize.measured import JUDGED_TRAY, TRAY_KINDS, judged_trays
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
@@ -48,11 +48,14 @@ def gpu_repair_context(xid_codes: Iterable[int], lost: bool, failed_checks: Sequ
     contexts = {known.repair for known in map(gpu_xid, xid_codes) if known is not None}
     if "rma" in contexts or (fault and fault.context == "rma"):
         return "rma"
+    # XID 79 (RESTART_BM) or a GPU that stopped answering (GPU_IS_LOST): reboot the machine; a
+    # reboot resets every GPU of the machine, so it covers a reset-grade fault too.
+    reboot = "reboot" in contexts or lost or (fault is not None and fault.context == "reboot")
+    if reboot and (fault is None or fault.context in ("reset", "reboot")):
+        return "reboot"
     if fault is not None:
         return fault.context
-    if contexts or lost:
-        return "reset"
-    return None
+    return "reset" if contexts else None
 
 
 class RackResult:
@@ -85,6 +88,11 @@ class RackResult:
         failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else self.details.tray_checks.get(part_id, [])
         tray_fault = worst_fault(failed) if kind != "gpu" else None  # a tray's own failed check may name its repair
         context = gpu_repair_context(xids, lost, failed) if kind == "gpu" else tray_fault.context if tray_fault else None
+        # A GPU named on its NVLink XIDs alone, no link of its own failing: the NVLink workflow's
+        # first step, a GPU reset; a part is replaced only if the links still fail after it.
+        nvlink_only = kind == "gpu" and context is None and not len(bad) and any(c in NVLINK_XIDS for c in xids)
+        if nvlink_only:
+            context = "nvlink"
         repair = self.mttr.repair(f"{TEMPLATE_RACK}/{part_id}", index.topology, context) if self.mttr else None
         if repair is not None and alternative_to is None:
             self.repairs.append(repair)
@@ -118,6 +126,8 @@ class RackResult:
         telling = sorted({c for c in xids if gpu_xid(c) is not None},
                          key=lambda c: -gpu_xid(c).log_ratio)  # type: ignore[union-attr]  # codes it knows, filtered above
         fault = worst_fault(failed)
+        if nvlink_only:
+            telling = sorted({c for c in xids if c in NVLINK_XIDS})
         entry["runbook"] = (runbook_for(kind=fault.kind) if fault and not telling else None) or runbook_for(kind=kind, xids=telling)
         entry["evidence"] = self.describe(bad, xids, lost, gpu, failed)
         judgement = (JUDGED_TRAY if kind in TRAY_KINDS else JUDGED) if judged else JUDGEMENT
