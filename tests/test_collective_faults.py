@@ -5,6 +5,8 @@ a pass — and the domain judge names both with the tray's id."""
 
 import json
 
+import pytest
+
 from opsctl.burnin.nvlink_domain import judge_domain
 from opsctl.inventory import load_inventory
 from tests.conftest import free_port

@@ -4,6 +4,8 @@ simulated NVL72: each domain fault kind fails the rack with its part in `failing
 import json
 
 
+import pytest
+
 from opsctl.rack_models import model_named
 from opsctl.topology import build_topology
 
