@@ -596,9 +596,16 @@ def judge_run(document: dict[str, Any], refs: References) -> None:
         gpu["checks"] = judge_gpu(gpu, refs, tray)
 
 
+# A tray's status, worst first: incomplete over fail. The probe's exit code answers "can this
+# tray's result be trusted at all?": a run that did not finish (a probe crashed, a GPU hung) is
+# incomplete even where something also failed, so opsctl runs it again rather than repair on half
+# the evidence. The rack's verdict orders them the other way (opsctl/burnin/checks.py SEVERITY).
+TRAY_STATUS_ORDER = ("incomplete", "fail", "warn", "pass")
+
+
 def worst_verdict(checks: list[dict[str, Any]]) -> str | None:
     verdicts = {c["verdict"] for c in checks}
-    for verdict in ("incomplete", "fail", "warn", "pass"):
+    for verdict in TRAY_STATUS_ORDER:
         if verdict in verdicts:
             return verdict
     return None
