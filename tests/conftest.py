@@ -46,6 +46,7 @@ def _xdist_group(item):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups off the items
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = _xdist_group(item)
