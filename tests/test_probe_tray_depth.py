@@ -232,3 +232,17 @@ def test_the_torch_memory_test_and_checksum_on_the_cpu():
     assert device.checksum(a) == device.checksum(b)
     b.view(torch.int16)[10, 20] ^= 1  # one bit
     assert device.checksum(a) != device.checksum(b)
+
+
+def test_the_hbm_test_runs_every_pattern_and_each_finds_stuck_cells_on_its_own(sim_rack):
+    from probes import hbm_test
+
+    device = sim_gpu(sim_rack, "faults:\n  - {kind: hbm_bad_cells, gpu: ct03/gpu1, offset_gib: 10, size_mib: 1}\n")
+    result = hbm_test.run(device, threading.Event(), {})
+    assert list(result["patterns"]) == list(PATTERNS) and result["finished"] is True
+    for pattern, found in result["patterns"].items():
+        assert found["errors"] > 0, pattern  # each pattern alone sees the stuck bit
+    assert result["errors"] == sum(found["errors"] for found in result["patterns"].values())
+    stopped = threading.Event()
+    stopped.set()
+    assert hbm_test.run(device, stopped, {})["finished"] is False  # a test cut short never says it finished
