@@ -136,7 +136,8 @@ def snapshot_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool
             document = take_switch_snapshot(backend.switch, args.window, clock=backend.clock, tray=backend.tray)
         else:
             assert backend.nvml is not None  # open_backend gives a GPU tray its NVML, a switch tray its reader
-            document = take_snapshot(backend.nvml, args.window, clock=backend.clock, tray=backend.tray)
+            document = take_snapshot(backend.nvml, args.window, clock=backend.clock, tray=backend.tray,
+                                     kernel_history=backend.kernel_history)
         # A GPU named hung left a call stuck in the driver: no shutdown under it, the process just ends.
         hung = any(c.get("check") == "gpu.hung" for gpu in document["gpus"] for c in gpu.get("failed_checks", []))
         emit(document, args.as_json)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from probes.counters import gpu_window, snapshot_link
 from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
+from probes.kernel_history import recorded_xids
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
@@ -23,15 +25,18 @@ if TYPE_CHECKING:
     from probes.switch_reader import NvosSwitchReader, SimSwitchReader
 
 FORMAT = "opsctl-probe/1"
+KernelHistory = Callable[[float], "tuple[list[str], str | None]"]  # the backend's kernel_history
 
 
 def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None, tray: str | None = None,
-                  deadline_s: float = NVML_DEADLINE_S) -> dict[str, Any]:
+                  deadline_s: float = NVML_DEADLINE_S, kernel_history: KernelHistory | None = None) -> dict[str, Any]:
     """The snapshot document body of docs/probe-output.md for the GPUs behind `nvml` (initialised).
     `clock` (now() and sleep()) measures the window and stamps the XIDs: wall time on a tray, a
-    simulated clock in benchmarks."""
+    simulated clock in benchmarks. With `kernel_history` (the backend's), each GPU also lists the
+    XIDs it logged before the window, since the driver loaded (probes/kernel_history.py)."""
     now, sleep = (clock.now, clock.sleep) if clock is not None else (time.time, time.sleep)
     reader = NvmlReader(nvml, now=now, deadline_s=deadline_s)
+    opened = now()
     # No polling thread: the window is spent waiting on NVML's event set, so a simulated clock
     # moves only by that wait, and each XID carries the moment it came.
     watcher = XidWatcher(nvml, reader.handles, now=now, workers=reader.workers).start(poll=False)
@@ -41,6 +46,7 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
     events = watcher.stop()
     refs = load_references(next((r.name for r in before if r.name), None),
                            device_id=next((r.pci_device_id for r in before if r.pci_device_id), None))
+    recorded, unread = _recorded_before(kernel_history, opened, before)
     links: list[dict[str, Any]] = []
     gpus: list[dict[str, Any]] = []
     # The window as it was, not as asked: on a loaded tray the reads and the wait run long, and
@@ -54,6 +60,8 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
         xids = [event for event in events if event["gpu"] == last.index]
         entry: dict[str, Any] = {"gpu": last.index, "reachable": reachable,
                  "xids": [{"xid": event["xid"], "time": round(event["time"], 3)} for event in xids]}
+        if recorded is not None:
+            entry["recorded_xids"] = [event["xid"] for event in recorded.get(last.index, [])]
         if hung:  # named as hung, and failed on its own account: the siblings are read and judged
             entry["failed_checks"] = [hung_check(hung, reader.workers.deadline_s)]
         if reachable:
@@ -61,8 +69,22 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
             links += [snapshot_link(last.index, link) for link in counters["links"]]
             entry["failed_checks"] = own_failures(counters, refs)
         gpus.append(entry)
+    errors = [entry["error"] for entry in watcher.errors]
+    if unread:
+        errors.append(f"kernel log not read ({unread}): the XIDs logged before the window are unknown")
     return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": round(window, 3), "links": links, "gpus": gpus,
-            "errors": [entry["error"] for entry in watcher.errors]}
+            "errors": errors}
+
+
+def _recorded_before(kernel_history: KernelHistory | None, until: float,
+                     readings: list[GpuReading]) -> tuple[dict[int, list[dict[str, Any]]] | None, str | None]:
+    """({GPU index: XIDs logged before `until`}, None), or (None, why the log was not read)."""
+    if kernel_history is None:
+        return None, None
+    lines, why = kernel_history(until)
+    if why:
+        return None, why
+    return recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id}), None
 
 
 def hung_check(reading: GpuReading, deadline_s: float) -> dict[str, Any]:

@@ -49,3 +49,12 @@ def test_health_fails_a_tray_whose_gpu_logged_xid_140_before_it_started(opsctl, 
 def test_health_passes_the_same_tray_without_the_xid(opsctl, tmp_path):
     result = opsctl("--inventory", sim_inventory(tmp_path, "seed: 1\n"), "health", "lab1/node")
     assert result.code == 0, result.out + result.err
+
+
+@pytest.mark.slow
+def test_triage_names_a_gpu_that_logged_xid_140_before_its_window_with_the_catalogs_first_step(opsctl, tmp_path):
+    inventory = sim_inventory(tmp_path, "faults:\n  - {kind: xid, gpu: gpu2, xid: 140, at_s: 0}\n")
+    result = opsctl("--inventory", inventory, "triage", "lab1", "--window", "1", "--no-ledger", "--json")
+    assert result.code == 1, result.err
+    (fault,) = [s for s in result.json()["suspects"] if not s.get("alternative_to")]
+    assert fault["component"] == "lab1/gpu2" and fault["repair"] == "reset_gpu"  # catalog: RESET_GPU first

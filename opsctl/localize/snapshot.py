@@ -329,7 +329,8 @@ def assemble_snapshot(rack: str, model: RackModel, window_s: float, tray_documen
         for gpu in document.get("gpus", []):
             local = gpu.get("gpu")
             entry = {"id": f"{tray_id}/gpu{local}" if isinstance(local, int) else gpu.get("id"), "reachable": gpu.get("reachable", True),
-                     "xids": gpu.get("xids", [])}
+                     # the window's XIDs, then (with no time: before it) those logged since the driver loaded
+                     "xids": gpu.get("xids", []) + gpu.get("recorded_xids", [])}
             if gpu.get("failed_checks"):
                 entry["failed_checks"] = gpu["failed_checks"]
             gpus.append(entry)
