@@ -87,6 +87,7 @@ METRICS = {
     "opsctl_gpu_recovery_action": ("gauge", "1 for the recovery action the driver asks for (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): none, gpu_reset, node_reboot, drain_p2p, drain_and_reset.", GPU + ("action",)),
     "opsctl_gpu_xid_events_total": ("counter", "XID events since the exporter started, by code (known codes start at 0).", GPU + ("xid",)),
     "opsctl_gpu_xid_last_seen_timestamp_seconds": ("gauge", "Unix time the GPU last logged this XID.", GPU + ("xid",)),
+    "opsctl_gpu_xid_recorded": ("gauge", "XIDs the GPU logged before the exporter started, since the NVIDIA driver last loaded (kernel log), by code.", GPU + ("xid",)),
     # NVLink, per port
     "opsctl_nvlink_up": ("gauge", "1 when the NVLink link is active, 0 when down.", LINK),
     **{name: ("counter", text, LINK) for name, text in LINK_COUNTERS.values()},
@@ -104,6 +105,7 @@ METRICS = {
     "opsctl_exporter_collect_duration_seconds": ("gauge", "How long the GPU's latest read took.", GPU),
     "opsctl_exporter_collect_errors_total": ("counter", "Reads of the GPU in which an NVML call failed (other than not supported) or the read crashed.", GPU),
     "opsctl_exporter_xid_watch_errors_total": ("counter", "Errors of the tray's XID event watcher.", TRAY),
+    "opsctl_exporter_kernel_log_read": ("gauge", "1 when the tray's kernel log was read for the XIDs logged before the exporter started, 0 when it could not be.", TRAY),
     "opsctl_exporter_burnin_result_errors_total": ("counter", "Burn-in result files that could not be read.", ()),
 }
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -153,6 +155,7 @@ def _add_tray(families: Families, tray: TraySample, burnin: TrayBurnin | None) -
     labels = [tray.rack, tray.tray]
     families["opsctl_exporter_up"].add_metric(labels, 1 if tray.up else 0)
     families["opsctl_exporter_xid_watch_errors_total"].add_metric(labels, tray.xid_watch_errors)
+    families["opsctl_exporter_kernel_log_read"].add_metric(labels, 0 if tray.kernel_log_unread else 1)
     if tray.expected_gpus is not None:
         families["opsctl_tray_gpus_expected"].add_metric(labels, tray.expected_gpus)
     if tray.visible_gpus is not None:
@@ -176,6 +179,8 @@ def _add_gpu(families: Families, tray: TraySample, gpu: GpuSample, gpu_burnin: G
     if gpu.age_s is not None and reading is not None:
         families["opsctl_gpu_reading_age_seconds"].add_metric(labels, gpu.age_s)
         families["opsctl_exporter_collect_duration_seconds"].add_metric(labels, reading.read_seconds)
+    for code, count in sorted(gpu.recorded_xids.items()):
+        families["opsctl_gpu_xid_recorded"].add_metric(labels + [str(code)], count)
     for code, (count, last_seen) in sorted(gpu.xids.items()):
         families["opsctl_gpu_xid_events_total"].add_metric(labels + [str(code)], count)
         if last_seen is not None:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import Counter
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from probes.kernel_history import recorded_xids
 from probes.nvml_reader import NvmlReader
 
 from exporters.xid_catalog import XIDS
@@ -51,6 +53,7 @@ class GpuSample:
     age_s: float | None  # seconds since the reading was taken
     collect_errors: int  # reads that hit an NVML error (other than not-supported) or crashed
     xids: dict[int, tuple[int, float | None]]  # xid -> (count, last seen unix time or None)
+    recorded_xids: dict[int, int]  # xid -> how often the GPU logged it before the exporter started
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class TraySample:
     xid_watch_errors: int
     switch_of: dict[tuple[int, int], str]  # (gpu index, port) -> remote switch chip id
     driver_version: str | None
+    kernel_log_unread: str | None  # why the kernel history could not be read; None when it was (or is not yet)
+
+
+KernelHistory = Callable[[], "tuple[list[str], str | None]"]  # the tray's kernel log since the driver loaded
 
 
 class _GpuSlot:
@@ -82,7 +89,7 @@ class _GpuSlot:
 class TrayPoller:
     def __init__(self, rack: str, tray: str, nvml: Any, interval_s: float = 10.0, stale_after_s: float | None = None,
                  expected_gpus: int | None = None, switch_of: dict[tuple[int, int], str] | None = None,
-                 down_reason: str | None = None) -> None:
+                 down_reason: str | None = None, kernel_history: KernelHistory | None = None) -> None:
         self.rack = rack
         self.tray = tray
         self.nvml = nvml
@@ -91,6 +98,11 @@ class TrayPoller:
         self.expected_gpus = expected_gpus
         self.switch_of = dict(switch_of or {})
         self.down_reason = down_reason  # set from the start for a tray known to be unreachable
+        # What the GPUs logged since the driver loaded, read once when NVML opens: the state the
+        # tray was in before the exporter's own XID watch began (probes/kernel_history.py).
+        self.kernel_history = kernel_history
+        self._recorded: dict[int, dict[int, int]] = {}
+        self._kernel_log_unread: str | None = None
         self._reader: NvmlReader | None = None
         self._xids: XidCounts | None = None
         self._driver_version: str | None = None
@@ -134,10 +146,24 @@ class TrayPoller:
         reader = NvmlReader(self.nvml)
         xids = XidCounts(self.nvml, reader.handles, known_codes=XIDS, workers=reader.workers).start()
         self._driver_version = reader.system().get("driver_version")
+        self._read_recorded(reader)
         self._slots = [_GpuSlot(i) for i in range(reader.count)]
         self._reader, self._xids = reader, xids
         self.down_reason = None
         self.generation = next(self._published)
+
+    def _read_recorded(self, reader: NvmlReader) -> None:
+        if self.kernel_history is None:
+            return
+        lines, why = self.kernel_history()
+        self._kernel_log_unread = why
+        if why is None:
+            pci = {r.index: r.pci_bus_id for r in reader.read_all() if r.pci_bus_id}
+            self._recorded = {index: dict(Counter(event["xid"] for event in events))
+                              for index, events in recorded_xids(lines, pci).items()}
+        else:
+            log.warning("%s/%s: kernel log not read (%s): the XIDs logged before the exporter started are unknown",
+                        self.rack, self.tray, why)
 
     def _read_forever(self, slot: _GpuSlot) -> None:
         reader = self._reader
@@ -181,6 +207,7 @@ class TrayPoller:
             xid_watch_errors=self._xids.watch_errors if self._xids is not None else 0,
             switch_of=self.switch_of,
             driver_version=self._driver_version,
+            kernel_log_unread=self._kernel_log_unread,
         )
 
     def _gpu_sample(self, slot: _GpuSlot, now: float, xids: dict[int, tuple[int, float | None]]) -> GpuSample:
@@ -198,4 +225,5 @@ class TrayPoller:
         else:
             status = "ok"
         return GpuSample(index=slot.index, status=status, reading=reading, identity=slot.identity,
-                         age_s=age, collect_errors=slot.collect_errors, xids=xids)
+                         age_s=age, collect_errors=slot.collect_errors, xids=xids,
+                         recorded_xids=self._recorded.get(slot.index, {}))

@@ -8,8 +8,9 @@ into the RackSpec the tray-side simulator runs on; trays get it with the probe i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, overload
 
 from opsctl.errors import InputError
@@ -21,10 +22,13 @@ if TYPE_CHECKING:
     from opsctl.inventory import Rack
     from opsctl.topology.graph import Topology
     from probes.nvml_library import NvmlLibrary
+    from probes.sim import SimRack
     from probes.sim.spec import RackSpec  # the simulated rack: other modules name its type from here, the seam
 
-# What reads one tray's GPUs (pynvml, or a SimNvml) or None, and why the tray is down if so.
-TrayReader = tuple["NvmlLibrary | None", str | None]
+# What reads one tray's GPUs (pynvml, or a SimNvml) or None, why the tray is down if so, and
+# what reads its kernel log since the driver loaded, up to now (probes/kernel_history.py).
+KernelHistory = Callable[[], tuple[list[str], str | None]]
+TrayReader = tuple["NvmlLibrary | None", str | None, KernelHistory]
 
 
 def topology_for(rack: Rack) -> Topology:
@@ -63,9 +67,16 @@ def tray_nvml_for(rack: Rack, trays: Sequence[str], spec: RackSpec | None) -> tu
         readers: dict[str, TrayReader] = {}
         for tray in trays:
             unreachable = spec.tray(tray).unreachable
-            readers[tray] = (None, "unreachable (simulated fault)") if unreachable else (SimNvml(sim_rack, tray), None)
+            history: KernelHistory = functools.partial(_sim_history, sim_rack, tray)
+            readers[tray] = (None, "unreachable (simulated fault)", history) if unreachable else (SimNvml(sim_rack, tray), None, history)
         return readers, "sim"
-    return {trays[0]: (_real_nvml(), None)}, "nvml"
+    from probes.kernel_history import read_kernel_history
+
+    return {trays[0]: (_real_nvml(), None, lambda: read_kernel_history(time.time()))}, "nvml"
+
+
+def _sim_history(sim_rack: SimRack, tray: str) -> tuple[list[str], str | None]:
+    return sim_rack.kernel_history(tray, sim_rack.clock.now())
 
 
 def _real_nvml() -> NvmlLibrary:

@@ -226,7 +226,8 @@ def sim_exporter(rack07_topology):
         spec.epoch = time.time() - at_s
         rack = SimRack(spec)
         names = trays or [tray.name for tray in spec.trays if tray.gpus]
-        pollers = [TrayPoller(spec.rack, name, nvml_class(rack, name), interval, stale_after, len(spec.tray(name).gpus))
+        pollers = [TrayPoller(spec.rack, name, nvml_class(rack, name), interval, stale_after, len(spec.tray(name).gpus),
+                              kernel_history=lambda name=name: rack.kernel_history(name, rack.clock.now()))
                    for name in names]
         exporter = Exporter(pollers, listen="127.0.0.1", port=0, burnin_path=burnin, refresh_s=interval).start()
         served.append(exporter)

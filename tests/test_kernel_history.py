@@ -58,3 +58,12 @@ def test_triage_names_a_gpu_that_logged_xid_140_before_its_window_with_the_catal
     assert result.code == 1, result.err
     (fault,) = [s for s in result.json()["suspects"] if not s.get("alternative_to")]
     assert fault["component"] == "lab1/gpu2" and fault["repair"] == "reset_gpu"  # catalog: RESET_GPU first
+
+
+def test_the_exporter_publishes_what_each_gpu_logged_before_it_started(sim_exporter):
+    served = sim_exporter("faults:\n  - {kind: xid, gpu: ct03/gpu1, xid: 79, at_s: 0}\n", trays=["ct03"], at_s=5.0)
+    samples = served.wait_for(lambda found: any(name == "opsctl_gpu_xid_recorded" for name, _ in found))
+    recorded = {(dict(labels)["gpu"], dict(labels)["xid"]): value for (name, labels), value in samples.items()
+                if name == "opsctl_gpu_xid_recorded"}
+    assert recorded == {("1", "79"): 1.0}  # gpu1 only, once; its siblings logged nothing
+    assert [value for (name, _), value in samples.items() if name == "opsctl_exporter_kernel_log_read"] == [1.0]

@@ -148,8 +148,9 @@ def pollers_for(rack: Rack, trays: Sequence[str], interval: float = 10.0,
     expected = rack.model.gpus_per_tray
     switches = _switch_chips(rack, topology)
     readers, backend = tray_nvml_for(rack, trays, sim_spec_for(rack, topology))
-    pollers = [TrayPoller(rack.name, tray, nvml, interval, stale_after, expected, switches.get(tray), down_reason=down)
-               for tray, (nvml, down) in readers.items()]
+    pollers = [TrayPoller(rack.name, tray, nvml, interval, stale_after, expected, switches.get(tray), down_reason=down,
+                          kernel_history=history)
+               for tray, (nvml, down, history) in readers.items()]
     return pollers, backend
 
 
