@@ -53,6 +53,8 @@ GROUPS = {
     ("warning", "xid-154-recovery-action.md"): ("OpsctlXidRecoveryAction", None),
 }
 UNLISTED_ALERT = "OpsctlXidUnlisted"
+RECORDED_ALERT = "OpsctlXidRecorded"  # an XID the GPU logged before the exporter started
+RECORDED_METRIC = "opsctl_gpu_xid_recorded"
 UNLISTED_EXAMPLES = (173, 999)  # codes the promtool test logs that the catalog does not list
 WHERE = "{{ $labels.rack }}/{{ $labels.tray }} gpu{{ $labels.gpu }}"
 THRESHOLD = "an event in the last 10 minutes"
@@ -161,7 +163,36 @@ def rules() -> dict[str, Any]:
         "labels": {"severity": catalog()["unlisted"]["alert"]},
         "annotations": _unlisted_annotations(),
     })
+    alerts.append(_recorded_alert(by_code, listed))
     return {"groups": [{"name": "opsctl-xid", "rules": alerts}]}
+
+
+def _recorded_codes() -> list[int]:
+    return [code for _, _, _, codes in groups() for code in codes]
+
+
+def _recorded_alert(by_code: dict[int, XidRuling], listed: str) -> dict[str, Any]:
+    """One alert for the state a GPU arrived in: an XID of an alerting tier (or one the catalog
+    does not list) in its kernel log since the driver loaded, held until a reset or reboot
+    restarts the exporter's count. A warning, whatever the code's tier: the event is history,
+    and `opsctl health` on the tray rules it by the catalog before the next job."""
+    codes = sorted(_recorded_codes())
+    unlisted = catalog()["unlisted"]["action"]
+    actions = {code: _sentence(by_code[code].action) for code in codes}
+    return {
+        "alert": RECORDED_ALERT,
+        "expr": f"{RECORDED_METRIC}{{{_matcher(codes)}}} > 0 or {RECORDED_METRIC}{{xid!~\"{listed}\"}} > 0",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "XID {{ $labels.xid }} logged on " + WHERE + " before the exporter started, since the driver loaded",
+            "description": "The GPU arrived with this XID in its kernel log: run `opsctl health` on the tray before the "
+                           "next job. " + _switch({**actions, **{c: _sentence(unlisted) for c in UNLISTED_EXAMPLES}}),
+            "threshold": "any count since the driver loaded",
+            "source": f"NVIDIA Xid catalog ({CATALOG_URL}); DCGM's health watch keeps the XIDs it has seen "
+                      "(DcgmHealthWatch.cpp, MonitorDevastatingXids); the kernel log's NVRM Xid lines",
+            "runbook_url": f"runbooks/{catalog()['default_runbook']}",
+        },
+    }
 
 
 class _Dumper(yaml.SafeDumper):
@@ -184,6 +215,8 @@ RULES_HEADER = """\
 # (opsctl_gpu_xid_events_total, for graphs) and the time it last saw the code. The alerts read
 # the time: an alert fires for 10 minutes after the latest event, and an event between the
 # exporter's start and Prometheus's first scrape is not lost (`increase()` would miss it).
+# OpsctlXidRecorded (a warning) holds while a GPU carries an alerting XID it logged before the
+# exporter started, since the driver loaded (opsctl_gpu_xid_recorded: the state it arrived in).
 # runbook_url is relative; `opsctl exporter rules --runbook-base URL` writes these files with
 # your base in front.
 """
@@ -194,7 +227,8 @@ TESTS_HEADER = """\
 # 2m, each on a GPU of its own (gpu label = the code), so its last-seen time is 120 from then on.
 # At 3m each alert lists exactly the codes of its tier and runbook, with the catalog's action
 # for each; info codes fire none. Before the event (1m) and once it is 10 minutes old (12m:
-# exactly 600 s; 13m) nothing fires.
+# exactly 600 s; 13m) nothing fires. The second test records every code once before the
+# exporter started: OpsctlXidRecorded lists the alerting and unlisted codes at 3m, none at 1m.
 # Run: promtool test rules exporters/rules/tests/*.yml
 """
 
@@ -229,7 +263,7 @@ def tests() -> dict[str, Any]:
     series = [{"series": f'{METRIC}{{rack="rack07",tray="ct03",gpu="{code}",uuid="GPU-{code}",xid="{code}"}}',
                "values": "_ _ 120x20"} for code in codes]
     checks: list[dict[str, Any]] = []
-    alerts = rules()["groups"][0]["rules"]
+    alerts = [alert for alert in rules()["groups"][0]["rules"] if alert["alert"] != RECORDED_ALERT]
     members = {name: group_codes for name, _, _, group_codes in groups()}
     members[UNLISTED_ALERT] = list(UNLISTED_EXAMPLES)
     for alert in alerts:
@@ -244,7 +278,23 @@ def tests() -> dict[str, Any]:
                    {"eval_time": "12m", "alertname": name, "exp_alerts": []},
                    {"eval_time": "13m", "alertname": name, "exp_alerts": []}]
     return {"rule_files": ["../xid.yml"], "evaluation_interval": "1m",
-            "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": checks}]}
+            "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": checks}, _recorded_test()]}
+
+
+def _recorded_test() -> dict[str, Any]:
+    """Every code is recorded once from 2m on its own GPU: at 3m the alert lists the alerting
+    tiers' codes and the unlisted ones (an info code fires nothing); at 1m nothing fires."""
+    codes = sorted(rulings()) + list(UNLISTED_EXAMPLES)
+    series = [{"series": f'{RECORDED_METRIC}{{rack="rack07",tray="ct03",gpu="{code}",uuid="GPU-{code}",xid="{code}"}}',
+               "values": "_ _ 1x20"} for code in codes]
+    alert = next(a for a in rules()["groups"][0]["rules"] if a["alert"] == RECORDED_ALERT)
+    fired = [{"exp_labels": {"rack": "rack07", "tray": "ct03", "gpu": str(code), "uuid": f"GPU-{code}", "xid": str(code),
+                             "severity": "warning"},
+              "exp_annotations": {key: _expand(value, code) for key, value in alert["annotations"].items()}}
+             for code in sorted(_recorded_codes()) + list(UNLISTED_EXAMPLES)]
+    return {"interval": "1m", "input_series": series,
+            "alert_rule_test": [{"eval_time": "1m", "alertname": RECORDED_ALERT, "exp_alerts": []},
+                                {"eval_time": "3m", "alertname": RECORDED_ALERT, "exp_alerts": fired}]}
 
 
 def render_tests() -> str:
