@@ -560,9 +560,11 @@ class SimNvml(SimNvmlConfiguration):
         mask = code << pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION
         for flag, shift in _FABRIC_FLAG_SHIFTS.items():
             mask |= (1 if flags[flag] else 2) << shift  # each flag: 1 TRUE, 2 FALSE
-        gfm = (pynvml.NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_DISCONNECTED if disconnected
-               else pynvml.NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_CONNECTED)
-        mask |= gfm << pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_GFM_STATE
+        gfm_shift = getattr(pynvml, "NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_GFM_STATE", None)
+        if gfm_shift is not None:  # older nvidia-ml-py (the floor pyproject.toml accepts) has no GFM state bits
+            gfm = (pynvml.NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_DISCONNECTED if disconnected
+                   else pynvml.NVML_GPU_FABRIC_HEALTH_MASK_GFM_STATE_CONNECTED)
+            mask |= gfm << gfm_shift
         gpuFabricInfo.healthMask = mask
         if hasattr(gpuFabricInfo, "healthSummary"):
             if flags["route_unhealthy"] or state != "completed" or wrong or disconnected:
