@@ -67,3 +67,10 @@ def test_the_exporter_publishes_what_each_gpu_logged_before_it_started(sim_expor
                 if name == "opsctl_gpu_xid_recorded"}
     assert recorded == {("1", "79"): 1.0}  # gpu1 only, once; its siblings logged nothing
     assert [value for (name, _), value in samples.items() if name == "opsctl_exporter_kernel_log_read"] == [1.0]
+
+
+def test_an_nvlink_xid_from_before_the_window_is_not_link_evidence_for_the_localizer():
+    from opsctl.localize.evidence import recorded_gpu_xids
+
+    # 74 and 149 (NVLink) stay the GPU's xid.recorded checks; 79 and 140 are the GPU's own evidence.
+    assert recorded_gpu_xids([149, 79, 74, 140]) == [79, 140]

@@ -24,6 +24,7 @@ from opsctl.burnin.nvlink_domain import judge_domain
 from opsctl.burnin.parts import LINK_MEASUREMENTS, TRAY_MEASUREMENTS, measured_failures, suspect_parts
 from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from opsctl.localize.evidence import recorded_gpu_xids
 from opsctl.localize.snapshot import TRAY_UNREAD
 from opsctl.runs.tray_names import tray_label
 from probes.judge import is_link_symptom
@@ -227,7 +228,8 @@ def _xid_events(reading: dict[str, Any]) -> list[dict[str, Any]]:
     window = (reading.get("counters") or {}).get("xids") or []
     recorded = (reading.get("recorded_xids") or {}).get("events") or []
     return ([{"xid": x["xid"], "time": x.get("time")} for x in window if isinstance(x, dict) and isinstance(x.get("xid"), int)]
-            + [{"xid": x["xid"], "time": None} for x in recorded if isinstance(x, dict) and isinstance(x.get("xid"), int)])
+            + [{"xid": code, "time": None}
+               for code in recorded_gpu_xids(x["xid"] for x in recorded if isinstance(x, dict) and isinstance(x.get("xid"), int))])
 
 
 def _gpu_rows(rack: Rack, gpu_readings: dict[str, dict[str, Any]], system: dict[str, dict[str, Any]],

@@ -186,6 +186,15 @@ GPU_LOST = (0.3, 1e-5)
 XID_SOURCE = "NVIDIA Xid Catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); likelihoods are opsctl's estimates"
 
 
+def recorded_gpu_xids(codes: Iterable[int]) -> list[int]:
+    """Of the XIDs a GPU logged before the window (since its driver loaded), those the localizer
+    weighs: the GPU's own. An NVLink XID from before the window has none of the window's link
+    readings to point at its link, and as evidence it would pull in any part that touches the
+    GPU's other links (a switch-tray connector with one bad link of 40); it stays the GPU's
+    xid.recorded check, whose repair is the catalog's first step."""
+    return [code for code in codes if code not in NVLINK_XIDS]
+
+
 def nvlink_xid_gpus(gpu_xids: dict[int, list[tuple[int, float | None]]]) -> set[int]:
     """The GPUs that logged an NVLink XID: gpu_xids is {gpu index: [(xid, time or None), ...]}."""
     return {gpu for gpu, events in gpu_xids.items() if any(xid in NVLINK_XIDS for xid, _ in events)}

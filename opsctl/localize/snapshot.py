@@ -42,7 +42,7 @@ import numpy as np
 
 from opsctl.errors import InputError
 from opsctl.input_checks import MAX_COUNTER, check_depth, shown
-from opsctl.localize.evidence import COUNTERS
+from opsctl.localize.evidence import COUNTERS, recorded_gpu_xids
 from opsctl.rack_models import MODELS, RackModel
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml
 
@@ -330,7 +330,7 @@ def assemble_snapshot(rack: str, model: RackModel, window_s: float, tray_documen
             local = gpu.get("gpu")
             entry = {"id": f"{tray_id}/gpu{local}" if isinstance(local, int) else gpu.get("id"), "reachable": gpu.get("reachable", True),
                      # the window's XIDs, then (with no time: before it) those logged since the driver loaded
-                     "xids": gpu.get("xids", []) + gpu.get("recorded_xids", [])}
+                     "xids": gpu.get("xids", []) + recorded_gpu_xids(gpu.get("recorded_xids", []))}
             if gpu.get("failed_checks"):
                 entry["failed_checks"] = gpu["failed_checks"]
             gpus.append(entry)
