@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from probes.kernel_history import recorded_xids
+from probes.kernel_history import KernelLog, recorded_by_gpu
 from probes.nvml_reader import NvmlReader
 
 from exporters.xid_catalog import XIDS
@@ -71,9 +71,6 @@ class TraySample:
     kernel_log_unread: str | None  # why the kernel history could not be read; None when it was (or is not yet)
 
 
-KernelHistory = Callable[[], "tuple[list[str], str | None]"]  # the tray's kernel log since the driver loaded
-
-
 class _GpuSlot:
     """The latest state of one GPU, written by its reader thread only."""
 
@@ -89,7 +86,7 @@ class _GpuSlot:
 class TrayPoller:
     def __init__(self, rack: str, tray: str, nvml: Any, interval_s: float = 10.0, stale_after_s: float | None = None,
                  expected_gpus: int | None = None, switch_of: dict[tuple[int, int], str] | None = None,
-                 down_reason: str | None = None, kernel_history: KernelHistory | None = None) -> None:
+                 down_reason: str | None = None, kernel_history: Callable[[], KernelLog] | None = None) -> None:
         self.rack = rack
         self.tray = tray
         self.nvml = nvml
@@ -155,12 +152,10 @@ class TrayPoller:
     def _read_recorded(self, reader: NvmlReader) -> None:
         if self.kernel_history is None:
             return
-        lines, why = self.kernel_history()
+        found, why = recorded_by_gpu(self.kernel_history(), reader.read_all())
         self._kernel_log_unread = why
-        if why is None:
-            pci = {r.index: r.pci_bus_id for r in reader.read_all() if r.pci_bus_id}
-            self._recorded = {index: dict(Counter(event["xid"] for event in events))
-                              for index, events in recorded_xids(lines, pci).items()}
+        if found is not None:
+            self._recorded = {index: dict(Counter(event["xid"] for event in events)) for index, events in found.items()}
         else:
             log.warning("%s/%s: kernel log not read (%s): the XIDs logged before the exporter started are unknown",
                         self.rack, self.tray, why)

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from opsctl.inventory import Rack
     from opsctl.topology.graph import Topology
     from probes.nvml_library import NvmlLibrary
+    from probes.kernel_history import KernelLog
     from probes.sim import SimRack
     from probes.sim.spec import RackSpec  # the simulated rack: other modules name its type from here, the seam
 
 # What reads one tray's GPUs (pynvml, or a SimNvml) or None, why the tray is down if so, and
 # what reads its kernel log since the driver loaded, up to now (probes/kernel_history.py).
-KernelHistory = Callable[[], tuple[list[str], str | None]]
+KernelHistory = Callable[[], "KernelLog"]  # up to now, on the rack's own clock
 TrayReader = tuple["NvmlLibrary | None", str | None, KernelHistory]
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 from probes.switch_reader import NvosSwitchReader, SimSwitchReader
 
 if TYPE_CHECKING:
+    from probes.kernel_history import KernelHistory
     from probes.compute import ComputeDevice
     from probes.nvml_library import NvmlLibrary
     from probes.sim import RackSpec
@@ -46,7 +47,7 @@ class TrayBackend:
     # The kernel log since a clock time: (lines, None), or ([], why it cannot be read).
     kernel_log: Callable[[float], tuple[list[str], str | None]] = field(default=lambda since: ([], "no kernel log on this backend"))
     # The kernel log from the driver's load up to a clock time (probes/kernel_history.py).
-    kernel_history: Callable[[float], tuple[list[str], str | None]] = field(
+    kernel_history: KernelHistory = field(
         default=lambda until: ([], "no kernel log on this backend"))
     imex: Callable[[], dict[str, Any]] | None = None  # the tray's IMEX service and channels (probes/imex.py)
 

@@ -14,10 +14,16 @@ Where the log cannot be read (no journal, no permission for dmesg) that is said,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from probes.kernel_log import bus_key, first_readable, parse_xid_lines
+
+if TYPE_CHECKING:
+    from probes.nvml_reader import GpuReading
+
+KernelLog = tuple[list[str], "str | None"]  # (lines, None), or ([], why the log could not be read)
+KernelHistory = Callable[[float], KernelLog]  # a backend's reader: the log since the driver loaded, up to a clock time
 
 DRIVER_LOADED = "NVRM: loading NVIDIA UNIX"  # the driver's first line when its module loads
 
@@ -37,6 +43,14 @@ def read_kernel_history(until: float) -> tuple[list[str], str | None]:
     """This boot's kernel log up to unix time `until`: journald's kernel messages, else dmesg's
     ring buffer (which may have lost the oldest lines, and holds a few after `until`)."""
     return first_readable((["journalctl", "-k", "-b", "-o", "cat", "--no-pager", "--until", f"@{int(until)}"], ["dmesg"]))
+
+
+def recorded_by_gpu(log: KernelLog, readings: Iterable[GpuReading]) -> tuple[dict[int, list[dict[str, Any]]] | None, str | None]:
+    """(recorded_xids of the log for the GPUs of `readings`, None), or (None, why the log was not read)."""
+    lines, why = log
+    if why:
+        return None, why
+    return recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id}), None
 
 
 def recorded_xids(lines: Iterable[str], pci_by_gpu: dict[int, str]) -> dict[int, list[dict[str, Any]]]:

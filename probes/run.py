@@ -28,7 +28,7 @@ from probes.gpu_deadline import COMPUTE_DEADLINE_S, NVML_DEADLINE_S
 from probes.counters import gpu_window
 from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
-from probes.kernel_history import recorded_xids
+from probes.kernel_history import recorded_by_gpu
 from probes.kernel_log import NVLINK5_XIDS, attach_registers, driver_branch, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.snapshot import FORMAT
@@ -244,18 +244,13 @@ class TrayRun:
 
     def _read_recorded_xids(self, gpus: list[dict[str, Any]], readings: list[GpuReading], until: float,
                             driver_version: str | None) -> None:
-        lines, why = self.backend.kernel_history(until)
-        if why:
-            for gpu in gpus:
-                gpu["recorded_xids"] = {"events": [], "unread": why}
-            return
-        found = recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id})
+        found, why = recorded_by_gpu(self.backend.kernel_history(until), readings)
         driver_major = driver_branch(driver_version)
         for gpu in gpus:
-            events = found.get(gpu["index"], [])
+            events = (found or {}).get(gpu["index"], [])
             for event in events:
                 event["driver_major"] = driver_major
-            gpu["recorded_xids"] = {"events": events, "unread": None}
+            gpu["recorded_xids"] = {"events": events, "unread": why}
 
     @staticmethod
     def _gpu_entry(reading: GpuReading) -> dict[str, Any]:

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from probes.counters import gpu_window, snapshot_link
 from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
-from probes.kernel_history import recorded_xids
+from probes.kernel_history import KernelHistory, recorded_by_gpu
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from probes.switch_reader import NvosSwitchReader, SimSwitchReader
 
 FORMAT = "opsctl-probe/1"
-KernelHistory = Callable[[float], "tuple[list[str], str | None]"]  # the backend's kernel_history
 
 
 def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None, tray: str | None = None,
@@ -46,7 +44,7 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
     events = watcher.stop()
     refs = load_references(next((r.name for r in before if r.name), None),
                            device_id=next((r.pci_device_id for r in before if r.pci_device_id), None))
-    recorded, unread = _recorded_before(kernel_history, opened, before)
+    recorded, unread = recorded_by_gpu(kernel_history(opened), before) if kernel_history else (None, None)
     links: list[dict[str, Any]] = []
     gpus: list[dict[str, Any]] = []
     # The window as it was, not as asked: on a loaded tray the reads and the wait run long, and
@@ -74,17 +72,6 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
         errors.append(f"kernel log not read ({unread}): the XIDs logged before the window are unknown")
     return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": round(window, 3), "links": links, "gpus": gpus,
             "errors": errors}
-
-
-def _recorded_before(kernel_history: KernelHistory | None, until: float,
-                     readings: list[GpuReading]) -> tuple[dict[int, list[dict[str, Any]]] | None, str | None]:
-    """({GPU index: XIDs logged before `until`}, None), or (None, why the log was not read)."""
-    if kernel_history is None:
-        return None, None
-    lines, why = kernel_history(until)
-    if why:
-        return None, why
-    return recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id}), None
 
 
 def hung_check(reading: GpuReading, deadline_s: float) -> dict[str, Any]:
