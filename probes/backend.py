@@ -88,8 +88,7 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     if not sim_spec or not tray:
         raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
     spec = read_spec(sim_spec, stdin)
-    from probes.compute.sim_device import SimDevice
-    from probes.sim import SimComputeDevice, SimNvml, SimRack
+    from probes.sim import SimNvml, SimRack
     from probes.sim.switch import SimSwitchTray
 
     try:
@@ -102,6 +101,9 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     rack = SimRack(spec)
     if not tray_spec.gpus:
         return TrayBackend("sim", tray, None, rack.clock, switch=SimSwitchReader(SimSwitchTray(rack, tray)))
+    from probes.compute.sim_device import SimDevice  # numpy: a compute tray's only
+    from probes.sim.device import SimComputeDevice
+
     nvml = SimNvml(rack, tray)
     nvml.nvmlInit()
     gpus = rack.trays[tray].gpus

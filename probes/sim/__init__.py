@@ -6,9 +6,23 @@ Entry points: `SimRack` (the model, from a `RackSpec`), `SimNvml` (the pynvml sl
 tray) and `SimComputeDevice` (GEMMs and copies on one simulated GPU).
 """
 
-from probes.sim.device import SimComputeDevice
+from typing import TYPE_CHECKING, Any
+
 from probes.sim.hardware import SimRack
 from probes.sim.nvml import SimNvml
 from probes.sim.spec import RackSpec
 
+if TYPE_CHECKING:
+    from probes.sim.device import SimComputeDevice
+
 __all__ = ["RackSpec", "SimComputeDevice", "SimNvml", "SimRack"]
+
+
+def __getattr__(name: str) -> Any:
+    # The compute device loads numpy (0.15 CPU-s a process): only a tray that computes pays for it,
+    # not a switch tray's probe or a snapshot.
+    if name == "SimComputeDevice":
+        from probes.sim.device import SimComputeDevice
+
+        return SimComputeDevice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
