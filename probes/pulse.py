@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from probes.compute import DTYPES, ComputeDevice, DeviceError
 from probes.judge import References, check
 
+READ_AT = 0.8  # of a load step: when it is read
 STEP_S = 1.0  # one load step, and one idle step: NVML's power reading averages over 1 s (nvmlDeviceGetPowerUsage)
 MIN_CYCLES = 2  # a step up and down at least twice, however short the run
 BRAKE = "hw_power_brake_slowdown"
@@ -58,15 +59,19 @@ def run(devices: dict[int, ComputeDevice], read: Reader, sleep: Callable[[float]
                 break
             # Every GPU steps up at once: the tray's power shelf sees the whole step.
             running = {index: pool.submit(_step, *load) for index, load in loads.items()}
+            # The loaded step is read while it runs, near its end: read after it, a busy host's
+            # delay would put the reading in the idle that follows (the power averages the last second).
+            wait(running.values(), timeout=STEP_S * READ_AT)
+            loaded = read(list(loads)), now()
             for index, future in running.items():
                 try:
                     future.result()
                 except DeviceError as error:
                     failures[index] = str(error)
                     del loads[index]
-            _sample(read, list(loads), results, cycle, "on", began, now)
+            _record(loaded, list(loads), results, cycle, "on", began)
             sleep(STEP_S)
-            _sample(read, list(loads), results, cycle, "off", began, now)
+            _record((read(list(loads)), now()), list(loads), results, cycle, "off", began)
             for index in loads:
                 results[index]["cycles_run"] = cycle + 1
     for index, section in results.items():
@@ -88,13 +93,15 @@ def _step(device: ComputeDevice, ops: Any, golden: Any, iterations: int) -> None
     device.matmul_checked(ops, golden, iterations)
 
 
-def _sample(read: Reader, indices: list[int], results: dict[int, dict[str, Any]], cycle: int, load: str,
-            began: float, now: Callable[[], float]) -> None:
-    """One NVML reading of each GPU at the end of a step: its power (the last second's average,
-    so the step's own) and the clocks-event reasons in force."""
-    for index, reading in read(indices).items():
+def _record(sample: tuple[dict[int, Any], float], indices: list[int], results: dict[int, dict[str, Any]], cycle: int,
+            load: str, began: float) -> None:
+    """One NVML reading of each GPU of `indices` near the end of a step, and when it was taken: its
+    power (the last second's average, so the step's own) and the clocks-event reasons in force."""
+    readings, taken = sample
+    for index in indices:
+        reading = readings[index]
         results[index]["steps"].append({
-            "cycle": cycle, "load": load, "t_s": round(now() - began, 3), "power_w": reading.power_w,
+            "cycle": cycle, "load": load, "t_s": round(taken - began, 3), "power_w": reading.power_w,
             "clocks_event_reasons": reading.clocks_event_reasons,
             **({"unread": "the GPU's NVML reading hung"} if reading.hung else {}),
         })

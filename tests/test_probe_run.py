@@ -164,8 +164,9 @@ def test_a_hung_gpu_leaves_the_run_incomplete_and_the_process_still_ends(spec_fi
 
 @pytest.mark.slow
 def test_an_hgx_h100_node_reads_through_the_legacy_counters(spec_file, hgx_topology):
-    code, doc, err = run_tray(spec_file("faults: [{kind: link_errors, gpu: gpu5, port: 3, replay_per_s: 2}]",
-                                        topology=hgx_topology), "node", "--duration", "2", "--probes", "gemm,counters")
+    # From 2 s on, after the first reading: replays before it would also be a total it arrived with.
+    code, doc, err = run_tray(spec_file("faults: [{kind: link_errors, gpu: gpu5, port: 3, replay_per_s: 2, start_s: 2}]",
+                                        topology=hgx_topology), "node", "--duration", "4", "--probes", "gemm,counters")
     assert code == 1, err
     assert len(doc["gpus"]) == 8 and doc["system"]["references"] == "probes/references/h100.yaml"
     assert failing(doc) == {("nvlink.replay_errors", "gpu5/nvl03")}
