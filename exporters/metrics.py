@@ -81,6 +81,9 @@ METRICS = {
     "opsctl_gpu_row_remap_failed": ("gauge", "1 when a row remap failed (no spare rows left).", GPU),
     "opsctl_gpu_retired_pages": ("gauge", "Retired memory pages, by cause (GPUs that retire pages instead of remapping rows).", GPU + ("cause",)),
     "opsctl_gpu_retired_pages_pending": ("gauge", "1 when a page retirement waits for a reboot.", GPU),
+    "opsctl_gpu_memory_unrepairable": ("gauge", "1 when the GPU flags its memory unrepairable (nvmlDeviceGetUnrepairableMemoryFlag_v1): errors row remapping cannot repair.", GPU),
+    "opsctl_gpu_inforom_valid": ("gauge", "1 when the InfoROM validates (nvmlDeviceValidateInforom), 0 when it is corrupt.", GPU),
+    "opsctl_gpu_power_readable": ("gauge", "1 when the power reading was read, 0 when nvmlDeviceGetPowerUsage failed (absent where not supported).", GPU),
     "opsctl_gpu_fabric_state": ("gauge", "1 for the GPU's NVLink fabric registration state.", GPU + ("state",)),
     "opsctl_gpu_fabric_health": ("gauge", "1 for the fabric health summary NVML gives for this GPU.", GPU + ("health",)),
     "opsctl_gpu_fabric_health_flag": ("gauge", "1 when this fabric health-mask bit is set; absent when the GPU does not report it.", GPU + ("flag",)),
@@ -248,6 +251,14 @@ def _add_health(families: Families, labels: list[str], r: GpuReading) -> None:
                 families["opsctl_gpu_retired_pages"].add_metric(labels + [cause], pages[cause])
         if pages.get("pending") is not None:
             put("opsctl_gpu_retired_pages_pending", int(pages["pending"]))
+    # What DCGM's health watch reads as it stands (MonitorMemUnrepairableFlag, MonitorInforom,
+    # MonitorPower): absent where this NVML does not answer, never a guessed 1.
+    if r.memory_unrepairable is not None:
+        put("opsctl_gpu_memory_unrepairable", int(r.memory_unrepairable))
+    if r.inforom_valid is not None:
+        put("opsctl_gpu_inforom_valid", int(r.inforom_valid))
+    if r.power_w is not None or "nvmlDeviceGetPowerUsage" in r.errors:  # NOT_SUPPORTED is neither
+        put("opsctl_gpu_power_readable", int(r.power_w is not None))
     if r.fabric is not None:
         _add_fabric(families, labels, r.fabric)
     if r.recovery_action is not None:

@@ -62,21 +62,28 @@ def test_a_flapping_link_inhibits_its_own_gpus_nvlink_xid_and_no_other(tmp_path)
             alert("OpsctlXidNvlinkLinkDown", rack="rack07", tray="ct07", gpu="0", xid="149"),
             alert("OpsctlXidNvlink5", rack="rack07", tray="ct15", gpu="0", xid="145"),
             alert("OpsctlXidNvlink5", rack="rack08", tray="ct01", gpu="1", xid="145"),
+            # The flapping link's failed recoveries since the driver loaded, and another link's.
+            alert("OpsctlNvlinkRecoveryFailedSinceDriverLoad", rack="rack07", tray="ct07", gpu="0", port="13"),
+            alert("OpsctlNvlinkRecoveryFailedSinceDriverLoad", rack="rack07", tray="ct07", gpu="0", port="12"),
         ])
         deadline = time.time() + 20
         while True:
             alerts = json.loads(urllib.request.urlopen(f"{base}/alerts", timeout=5).read())
-            state = {(a["labels"]["alertname"], a["labels"]["rack"], a["labels"]["tray"]): a["status"] for a in alerts}
+            state = {(a["labels"]["alertname"], a["labels"]["rack"], a["labels"]["tray"], a["labels"].get("port")): a["status"]
+                     for a in alerts}
             inhibited = {key for key, status in state.items() if status["inhibitedBy"]}
-            if len(state) == 4 and inhibited or time.time() > deadline:
+            if len(state) == 6 and len(inhibited) == 2 or time.time() > deadline:
                 break
             time.sleep(0.2)
         # The flapping link's own GPU's XID 149 is explained by the link; an NVLink XID on another
         # GPU of the same rack is that GPU's own (no documented echo), and pages.
-        assert inhibited == {("OpsctlXidNvlinkLinkDown", "rack07", "ct07")}
-        assert state[("OpsctlXidNvlink5", "rack07", "ct15")]["state"] == "active"
-        assert state[("OpsctlXidNvlink5", "rack08", "ct01")]["state"] == "active"
-        assert state[("OpsctlNvlinkFlapping", "rack07", "ct07")]["state"] == "active"
+        # Its totals since the driver loaded are the same link's (paged once); another link's page.
+        assert inhibited == {("OpsctlXidNvlinkLinkDown", "rack07", "ct07", None),
+                             ("OpsctlNvlinkRecoveryFailedSinceDriverLoad", "rack07", "ct07", "13")}
+        assert state[("OpsctlXidNvlink5", "rack07", "ct15", None)]["state"] == "active"
+        assert state[("OpsctlXidNvlink5", "rack08", "ct01", None)]["state"] == "active"
+        assert state[("OpsctlNvlinkFlapping", "rack07", "ct07", "13")]["state"] == "active"
+        assert state[("OpsctlNvlinkRecoveryFailedSinceDriverLoad", "rack07", "ct07", "12")]["state"] == "active"
     finally:
         process.terminate()
         process.wait(timeout=10)

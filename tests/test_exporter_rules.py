@@ -210,6 +210,35 @@ def test_fabric_and_recovery_action_alerts_follow_the_rulebook():
 
 
 
+def test_running_total_alerts_follow_the_rulebook():
+    """What DCGM 4.6's health watch judges as it stands (probes/references/rules.yaml
+    running_totals) alerts as it stands: each state and total by its own alert, with the
+    rulebook's verdict and source, never over a window."""
+    from exporters.metrics import METRICS
+
+    book = rulebook()["running_totals"]
+    for key, expr in (("memory_unrepairable", "opsctl_gpu_memory_unrepairable == 1"),
+                      ("inforom", "opsctl_gpu_inforom_valid == 0"), ("power_unreadable", "opsctl_gpu_power_readable == 0")):
+        [(alert, _)] = alerts_matching(re.escape(expr))
+        assert expr.split()[0] in METRICS, key
+        assert alert["labels"]["severity"] == SEVERITY[book[key]["verdict"]], key
+        assert alert["annotations"]["source"] == book[key]["source"], key
+    nvlink5 = {rule["counter"]: rule for rule in book["nvlink"][5]}
+    for counter, metric in (("recovery_failed", "opsctl_nvlink_recoveries_failed_total"),
+                            ("recovery_successful", "opsctl_nvlink_recoveries_successful_total")):
+        [(alert, _)] = alerts_matching(rf"^{metric} > 0$")
+        assert alert["labels"]["severity"] == SEVERITY[nvlink5[counter]["verdict"]], counter
+        assert alert["annotations"]["source"] == nvlink5[counter]["source"], counter
+    # NVLink 4's three totals in one alert that names the counter, on links without NVLink 5 counters.
+    from exporters.metrics import LINK_COUNTERS
+
+    [(alert, _)] = alerts_matching(r"unless on \(rack, tray, gpu, port\) opsctl_nvlink_recoveries_failed_total")
+    for rule in book["nvlink"][4]:
+        assert f'label_replace({LINK_COUNTERS[rule["counter"]][0]} > 0, "counter", "{rule["counter"]}"' in alert["expr"]
+        assert alert["labels"]["severity"] == SEVERITY[rule["verdict"]]
+        field = re.search(r"DCGM_FI_DEV_NVLINK_\w+", rule["source"]).group(0)
+        assert field in alert["annotations"]["source"], rule["counter"]
+
 
 def test_alerts_cite_public_sources_and_no_echo_of_other_gpus():
     for path in [*rule_files(), *sorted((RULES_DIR / "tests").glob("*.yml"))]:
