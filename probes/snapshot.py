@@ -1,5 +1,6 @@
 """The tray's link-health snapshot: NVLink counters read twice a window apart, deltas only,
-and the XIDs each GPU logged in between (the tray's part of the link-health snapshot). A switch
+and the XIDs each GPU logged in between (the tray's part of the link-health snapshot); and what
+each GPU and link arrived with, as DCGM's health watch judges it (its failed checks). A switch
 tray's snapshot is its ports, the far ends of the same links ("side": "switch").
 """
 
@@ -9,6 +10,7 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
+from probes import running_totals
 from probes.counters import gpu_window, snapshot_link
 from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
@@ -64,8 +66,9 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
             entry["failed_checks"] = [hung_check(hung, reader.workers.deadline_s)]
         if reachable:
             counters = gpu_window(first, last, xids, window)
-            links += [snapshot_link(last.index, link) for link in counters["links"]]
-            entry["failed_checks"] = own_failures(counters, refs)
+            arrived = arrival_failures(first, refs)
+            links += [with_failed(snapshot_link(last.index, link), arrived.get(link["port"])) for link in counters["links"]]
+            entry["failed_checks"] = own_failures(counters, refs) + arrived.get(None, [])
         gpus.append(entry)
     errors = [entry["error"] for entry in watcher.errors]
     if unread:
@@ -77,6 +80,22 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
 def hung_check(reading: GpuReading, deadline_s: float) -> dict[str, Any]:
     """The snapshot's failed check of a GPU whose NVML calls did not return within the deadline."""
     return {"check": "gpu.hung", "value": deadline_s, "reason": reading.errors.get("deadline", "NVML calls hang")}
+
+
+def arrival_failures(reading: GpuReading, refs: References) -> dict[int | None, list[dict[str, Any]]]:
+    """What the GPU arrived with, read before the window (probes/running_totals.py, DCGM 4.6's
+    health watch): {port: its link's failed totals, None: the GPU's own}. A window that saw
+    nothing new does not hide a link that already failed its recovery, or a double-bit ECC count."""
+    found: dict[int | None, list[dict[str, Any]]] = {}
+    for c in running_totals.arrival_checks("gpu", reading.to_dict(), refs):
+        if c["verdict"] == "fail":
+            port = int(c["component"].split("/nvl")[1]) if "/nvl" in c["component"] else None
+            found.setdefault(port, []).append({"check": c["check"], "value": c["value"], "reason": c["reason"]})
+    return found
+
+
+def with_failed(row: dict[str, Any], failed: list[dict[str, Any]] | None) -> dict[str, Any]:
+    return {**row, "failed_checks": failed} if failed else row
 
 
 def own_failures(counters: dict[str, Any], refs: References) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """`opsctl burnin` at tray depth: on a simulated GB200 rack, a GPU with bad HBM cells, one with
-ECC off, one that computes the same wrong GEMM every time and a tray flashed with another VBIOS
-are each named in `failing_parts` with their repair, and nothing else is; on an HGX server, a
+ECC off, one that computes the same wrong GEMM every time, a tray flashed with another VBIOS, and
+a link and two GPUs that arrive with totals DCGM fails (a failed recovery, a double-bit ECC count,
+memory flagged unrepairable) are each named in `failing_parts` with their repair, and nothing else is; on an HGX server, a
 PCIe link trained at half width and a lower generation. The rack-wide comparisons (one
 configuration, one golden GEMM result) decide by majority, and cannot decide without one."""
 
@@ -22,6 +23,10 @@ GB200_FAULTS = {  # scenario line: the GPUs it must fail, and the repair each ge
     "{kind: firmware_mismatch, tray: ct14, vbios: 97.00.A5.00.1B}": ([f"ct14/gpu{i}" for i in range(4)], "configure_gpu"),
     "{kind: c2c_link_down, gpu: ct08/gpu0}": (["ct08/gpu0"], "replace_compute_tray"),  # cut off its Grace CPU
     "{kind: firmware_mismatch, tray: st3, switch_firmware: 35.2014.1100}": (["st3"], "update_switch_firmware"),
+    # What a GPU or link arrived with (DCGM 4.6's totals since the driver loaded): NVIDIA's first step.
+    "{kind: link_totals, link: ct11/gpu1/nvl05, recovery_failed: 2}": (["ct11/gpu1/nvl05"], "reset_gpu_nvlink"),
+    "{kind: volatile_dbe, gpu: ct16/gpu2}": (["ct16/gpu2"], "reset_gpu"),
+    "{kind: memory_unrepairable, gpu: ct13/gpu0}": (["ct13/gpu0"], "rma_gpu"),
 }
 
 

@@ -89,6 +89,15 @@ def test_a_slow_link_inside_the_slow_tray_explains_it_one_elsewhere_does_not(rac
     assert set(elsewhere) == {"rack07/ct06/gpu1/nvl03", "rack07/ct05"}
 
 
+def test_a_bad_link_through_a_switch_tray_does_not_explain_its_firmware(rack07_topology):
+    """A switch tray flashed with other firmware is its own fault, beside a faulty link that runs
+    through it (only a slow bisection half is a part inside's doing)."""
+    firmware = [{"check": "switch_tray.firmware", "value": "35.2014.1100", "reason": "flashed with another firmware"}]
+    [link] = [link_id for link_id, link in sorted(rack07_topology.links.items()) if link.switch.startswith("rack07/st3/")][:1]
+    found = faults(rack07_topology, slow=[link], trays={"st3": firmware})
+    assert set(found) == {link, "rack07/st3"} and found["rack07/st3"]["repair"] == "update_switch_firmware"
+
+
 @pytest.mark.parametrize("where", ["links", "trays"])
 def test_malformed_failed_checks_are_refused(rack07_topology, where):
     document = snapshot(rack07_topology, slow=["rack07/ct01/gpu0/nvl04"], trays={"ct05": BISECTION})

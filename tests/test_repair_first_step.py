@@ -15,7 +15,7 @@ from probes.xids import rule
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
-from test_localize import snapshot_of  # noqa: E402  the module's snapshot cache: healthy trays are read once
+from test_localize import faults_of, snapshot_of  # noqa: E402  the module's snapshot cache: healthy trays are read once
 
 # XID -> (the first step's words, the repair opsctl/data/mttr.yaml gives the GPU, what it idles on GB200 and HGX)
 FIRST_STEPS = {
@@ -99,3 +99,65 @@ def test_a_lost_gpu_that_logged_xid_79_is_rebooted_in_a_burn_in_too():
     assert gpu_repair_context([], False, [{"check": "gpu.hung"}]) == "reset"
     assert gpu_repair_context([79], True, [{"check": "gemm.bf16.mismatches"}]) == "rma"
     assert gpu_repair_context([119], False) == "reset"
+
+
+# --- what a GPU or link arrived with (its totals since the driver loaded, DCGM 4.6) -------------
+ARRIVED = [
+    # (topology, fault, the link, what its snapshot row fails)
+    ("rack07", "{kind: link_totals, link: ct03/gpu1/nvl05, recovery_failed: 2}", "rack07/ct03/gpu1/nvl05",
+     "nvlink.total.recovery_failed"),
+    ("hgx01", "{kind: link_totals, link: gpu3/nvl05, replay: 1}", "hgx01/gpu3/nvl05", "nvlink.total.replay_errors"),
+]
+
+
+def _topology(name, rack07_topology, hgx_topology):
+    return rack07_topology if name == "rack07" else hgx_topology
+
+
+def _link_row(snapshot, link):
+    gpu, port = link.rsplit("/nvl", 1)
+    [row] = [r for r in snapshot["links"] if r.get("gpu") == gpu and r.get("port") == int(port) and r["side"] == "gpu"]
+    return row
+
+
+@pytest.mark.parametrize("rack, fault, link, check", ARRIVED)
+def test_a_link_that_arrived_with_failed_totals_is_named_and_reset_first(rack, fault, link, check, rack07_topology,
+                                                                         hgx_topology):
+    """Its window is clean, so only the totals it arrived with name it (triage's snapshot reads
+    them before the window); the first step is a reset of its GPU, which clears them — not a
+    reseat of a tray (GB200) or a baseboard (HGX)."""
+    topology = _topology(rack, rack07_topology, hgx_topology)
+    snapshot = snapshot_of(f"seed: 1\nfaults:\n  - {fault}\n", topology)
+    assert [c["check"] for c in _link_row(snapshot, link)["failed_checks"]] == [check]
+    [suspect] = faults_of(localize_snapshot(snapshot, topology))
+    assert (suspect["component"], suspect["repair"], suspect["gpus_idled"]) == (link, "reset_gpu_nvlink", 1)
+    assert suspect["runbook"] == "runbooks/link.md"
+
+
+def test_a_link_that_also_errs_in_the_window_is_repaired_as_its_part(rack07_topology):
+    snapshot = snapshot_of("seed: 1\nfaults:\n  - {kind: link_totals, link: ct03/gpu1/nvl05, recovery_failed: 2}\n"
+                           "  - {kind: link_errors, link: ct03/gpu1/nvl05, symbol_per_s: 5}\n", rack07_topology)
+    [suspect] = faults_of(localize_snapshot(snapshot, rack07_topology))
+    assert (suspect["component"], suspect["repair"]) == ("rack07/ct03/gpu1/nvl05", "reseat_compute_tray")
+
+
+def test_a_total_dcgm_only_warns_on_names_nothing(rack07_topology):
+    """A successful NVLink 5 recovery since the driver loaded warns (DCGM), so the snapshot, which
+    carries what fails, names no part; a failed one (above) does."""
+    snapshot = snapshot_of("seed: 1\nfaults:\n  - {kind: link_totals, link: ct03/gpu1/nvl05, recovery_successful: 3}\n",
+                           rack07_topology)
+    assert "failed_checks" not in _link_row(snapshot, "rack07/ct03/gpu1/nvl05")
+    assert faults_of(localize_snapshot(snapshot, rack07_topology)) == []
+
+
+@pytest.mark.parametrize("fault, check, repair", [
+    ("volatile_dbe", "ecc.volatile_dbe_total", "reset_gpu"),          # a reset clears the count (XID 48's workflow)
+    ("memory_unrepairable", "memory.unrepairable", "rma_gpu"),       # no spare rows left
+])
+def test_a_gpu_that_arrived_with_a_memory_fault_gets_its_first_step(fault, check, repair, rack07_topology):
+    snapshot = snapshot_of(f"seed: 1\nfaults:\n  - {{kind: {fault}, gpu: ct04/gpu2}}\n", rack07_topology)
+    [entry] = [g for g in snapshot["gpus"] if g["id"] == "rack07/ct04/gpu2"]
+    assert [c["check"] for c in entry["failed_checks"]] == [check]
+    [suspect] = faults_of(localize_snapshot(snapshot, rack07_topology))
+    assert (suspect["component"], suspect["repair"]) == ("rack07/ct04/gpu2", repair)
+    assert suspect["runbook"] == "runbooks/xid-memory.md"

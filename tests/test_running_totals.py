@@ -3,10 +3,12 @@ just below and at its limit, on readings as the reader writes them, and the simu
 that inject each state, read back through NVML as a tray reads it."""
 
 import pytest
+import yaml
 
 from probes import running_totals
 from probes.judge import load_references
 from probes.nvml_reader import NvmlReader
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +233,13 @@ def test_the_two_gpus_of_a_superchip_share_its_board_serial(sim_rack, hgx_topolo
     hgx.nvmlInit()
     assert len({hgx.nvmlDeviceGetSerial(hgx.nvmlDeviceGetHandleByIndex(i)) for i in range(8)}) == 8
     hgx.nvmlShutdown()
+
+
+def test_every_link_total_the_rulebook_judges_reaches_the_localizer():
+    """A burn-in hands a link's failed totals to the localizer as the link's failed checks
+    (opsctl/burnin/parts.py): every total the rulebook judges, of either NVLink generation."""
+    from opsctl.burnin.parts import LINK_MEASUREMENTS
+
+    book = yaml.safe_load((REPO / "probes/references/rules.yaml").read_text())["running_totals"]["nvlink"]
+    judged = {f"nvlink.total.{rule['counter']}" for rules in book.values() for rule in rules}
+    assert judged and judged <= set(LINK_MEASUREMENTS)

@@ -22,7 +22,11 @@ SOURCE = ("opsctl localize on the burn-in window's link counters, XIDs, the GPUs
           "trays' failed measurements (snapshot.json)")
 # Checks that measure a link or a tray beyond what the snapshot's counters say (the counter
 # rules are the counters' own evidence; a GPU's symptom moved onto its link is not the link's).
-LINK_MEASUREMENTS = ("nvlink.link_traffic",)
+# And a link's totals since the driver loaded (probes/running_totals.py, DCGM 4.6's
+# MonitorNVLinkErrorFields counters): what it arrived with, which the window's counters never see.
+LINK_TOTALS = tuple(f"nvlink.total.{counter}" for counter in
+                    ("recovery_failed", "recovery_successful", "crc_errors", "replay_errors", "recovery_errors"))
+LINK_MEASUREMENTS = ("nvlink.link_traffic", *LINK_TOTALS)
 TRAY_MEASUREMENTS = ("collective.bisection", "switch_tray.firmware")
 
 

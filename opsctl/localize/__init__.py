@@ -26,7 +26,7 @@ from opsctl.errors import InputError
 from opsctl.localize.evidence import (
     gpu_log_ratio, link_log_ratios, nvlink_xid_gpus, nvlink_xid_log_ratio, verdict_log_ratio,
 )
-from opsctl.localize.measured import read_measured, with_measured_links
+from opsctl.localize.measured import arrival_only, read_measured, with_measured_links
 from opsctl.localize.parts import part_index_for
 from opsctl.localize.result import LinkDetails, RackResult
 from opsctl.localize.search import Evidence, find_faults
@@ -81,11 +81,13 @@ def _localize_observation(observation: RackObservation, index: PartIndex, mttr: 
     if log_r is None:
         log_r = link_log_ratios(observation.sides, observation.window_s)
     link_checks, tray_checks = read_measured(observation.snapshot, observation.source, index)
+    arrived = arrival_only(link_checks, log_r)
     log_r = with_measured_links(log_r, link_checks)  # a link's failed traffic check, beside its counters
     lost = lost_gpus(observation, index)
     evidence, nvlink_gpus = _evidence(index, log_r, observation.gpu_xids, lost, _gpus_with_links_read(observation, index))
     details = LinkDetails(observation.sides, observation.window_s, observation.gpu_xids, nvlink_gpus, lost,
-                          int(np.sum(observation.gpu_reachable == 1)), observation.gpu_checks, link_checks, tray_checks)
+                          int(np.sum(observation.gpu_reachable == 1)), observation.gpu_checks, link_checks, tray_checks,
+                          arrived)
     slots = find_faults(index, evidence)
     result = RackResult(observation.rack, index, evidence, details, mttr)
     return result.document(slots, observation.window_s, unread_trays(observation, index), observation.source,

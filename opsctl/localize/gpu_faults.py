@@ -35,7 +35,11 @@ CHECK_FAULTS = (
     (re.compile(r"(power\.reached|power\.pulse\.\w+)$"), GpuFault("power_brake", "power", 3)),  # cannot hold its power target, or braked by it
     (re.compile(r"c2c\.\w+$"), GpuFault("c2c_link_down", "replace", 3)),  # GB200: GPU and Grace share the tray's board
     (re.compile(r"(fabric\.health|fabric\.clique)$"), GpuFault("fabric_degraded", "fabric", 3)),
-    (re.compile(r"(memory\.remapped_rows|memory\.retired_pages|ecc\.uncorrected_volatile)$"), GpuFault("row_remap", "reset", 2)),
+    # A memory the GPU flags unrepairable has no spare rows left (DCGM MonitorMemUnrepairableFlag fails it).
+    (re.compile(r"memory\.unrepairable$"), GpuFault("memory_unrepairable", "rma", 4)),
+    # A volatile double-bit count, in the window or arrived with: a reset clears it (XID 48's workflow starts there).
+    (re.compile(r"(memory\.remapped_rows|memory\.retired_pages|ecc\.uncorrected_volatile|ecc\.volatile_dbe_total)$"),
+     GpuFault("row_remap", "reset", 2)),
     # GPU_IS_LOST: off the bus, out of nvidia-smi -r's reach; the catalog's XID 79 says reboot (RESTART_BM).
     (re.compile(r"gpu\.lost$"), GpuFault("gpu_lost", "reboot", 2)),
     (re.compile(r"(gpu\.hung|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),

@@ -10,6 +10,10 @@ a GPU's own:
     "links": [{"gpu": "rack07/ct03/gpu2", "port": 4, …, "failed_checks": [{"check": "nvlink.link_traffic", "value": 11.1, "reason": …}]}]
     "trays": [{"tray": "ct05", "status": "complete", "failed_checks": [{"check": "collective.bisection", …}]}]
 
+A link's totals since the driver loaded (`nvlink.total.*`, read before the load) come the same
+way: a link that arrived with a failed recovery is named although its window was clean, and its
+repair starts with NVIDIA's first step, a reset of its GPU, which clears them.
+
 Links. A link with a failed check of its own is judged failing, whatever its counters say:
 clean counters say that a link makes no errors, not that it carries its bandwidth (a link
 trained with fewer lanes counts none), so they do not weigh against the check. Its log ratio
@@ -20,7 +24,8 @@ is that link, a connector's few are the connector, a switch chip's 72 are the ch
 Trays. A tray that failed a check of its own is a fault by judgment, as a GPU's own failed
 check is (result.RackResult.judged_gpus): named, with its repair, unless a declared part inside
 it — one of its links or connectors, a GPU of it, the tray itself — already explains it (a
-degraded link of the tray is what made it slow, and that link is the repair).
+degraded link of the tray is what made it slow, and that link is the repair). Only a slow
+bisection half can be explained so; a switch tray's firmware is its own fault beside any link's.
 """
 
 from __future__ import annotations
@@ -38,7 +43,20 @@ if TYPE_CHECKING:
     from opsctl.localize.snapshot_schema import FailedCheck, Snapshot
 
 FAILED = verdict_log_ratio("fail")
+# A link's totals since the driver loaded, as the tray read them before any load (DCGM 4.6
+# MonitorNVLinkErrorFields; probes/running_totals.py): what it arrived with, not what it did.
+ARRIVAL_TOTAL = "nvlink.total."
+
+
+def arrival_only(link_checks: dict[int, list[dict[str, Any]]], window_log_r: np.ndarray) -> set[int]:
+    """The links failed only on the totals they arrived with, whose counters were clean in the
+    window: the first step is a GPU reset, which clears the totals (opsctl/data/mttr.yaml link@reset)."""
+    return {link for link, checks in link_checks.items()
+            if window_log_r[link] <= 0 and all(c["check"].startswith(ARRIVAL_TOTAL) for c in checks)}
 TRAY_KINDS = ("compute_tray", "switch_tray")
+# A tray's own checks that a faulty part inside it can explain: a slow bisection half is its
+# degraded link's doing. Its firmware (switch_tray.firmware) is the tray's whatever its links do.
+EXPLAINED_BY_PARTS = ("collective.bisection",)
 JUDGED_TRAY = {
     "judged": "the tray failed a measurement of its own (failed_checks in its evidence) that no part inside it explains",
     "threshold": None,
@@ -91,6 +109,7 @@ def judged_trays(index: PartIndex, declared: Sequence[int], tray_checks: dict[st
         if part is None:
             continue
         inside = set(index.part_links(part).tolist())
-        if not any(set(index.part_links(other).tolist()) <= inside for other in declared):
+        explainable = all(c["check"] in EXPLAINED_BY_PARTS for c in tray_checks[tray])
+        if not (explainable and any(set(index.part_links(other).tolist()) <= inside for other in declared)):
             found.append(part)
     return found

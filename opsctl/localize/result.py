@@ -93,6 +93,10 @@ class RackResult:
         nvlink_only = kind == "gpu" and context is None and not len(bad) and any(c in NVLINK_XIDS for c in xids)
         if nvlink_only:
             context = "nvlink"
+        # A link named only for the totals it arrived with, clean in the window: NVIDIA's first
+        # step, a reset of its GPU (which clears them), then a burn-in; a part only if errors return.
+        if kind in ("link", "cable") and len(bad) and set(bad.tolist()) <= self.details.arrival_only:
+            context = "reset"
         repair = self.mttr.repair(f"{TEMPLATE_RACK}/{part_id}", index.topology, context) if self.mttr else None
         if repair is not None and alternative_to is None:
             self.repairs.append(repair)
@@ -215,7 +219,7 @@ class LinkDetails:
                  gpu_xids: dict[int, list[tuple[int, float | None]]], nvlink_gpus: set[int], lost: Iterable[int],
                  gpus_answered: int, gpu_checks: dict[int, list[dict[str, Any]]] | None = None,
                  link_checks: dict[int, list[dict[str, Any]]] | None = None,
-                 tray_checks: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                 tray_checks: dict[str, list[dict[str, Any]]] | None = None, arrival_only: set[int] | None = None) -> None:
         self.sides = observation_sides
         self.window_s = window_s
         self.observed = np.zeros_like(next(iter(observation_sides.values())).observed)
@@ -227,6 +231,7 @@ class LinkDetails:
         self.gpu_checks = gpu_checks or {}
         self.link_checks = link_checks or {}  # link index -> the checks it failed on its own measurement (measured.py)
         self.tray_checks = tray_checks or {}  # tray -> likewise
+        self.arrival_only = arrival_only or set()  # links failed only on their totals since the driver loaded
         self.lost = set(lost)
         self.gpus_answered = gpus_answered
 
