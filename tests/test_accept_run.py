@@ -51,7 +51,7 @@ def test_a_trial_acceptance_says_in_every_report_that_it_is_not_the_criterias(op
     import re
     import xml.etree.ElementTree as ET
 
-    from opsctl.acceptance.trial import trial_of
+    from opsctl.runs.trial import trial_of
 
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text(CRITERIA.replace("duration_s: 2", "duration_s: 3"))

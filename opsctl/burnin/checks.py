@@ -7,16 +7,11 @@ The probes' checks (docs/probe-output.md) have the same fields with tray-relativ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-VERDICTS = ("pass", "warn", "fail", "incomplete")
-# The rack's verdict, worst last: fail over incomplete. A rack with a known failure fails whatever
-# else is missing — its failing parts are already named and repairable — while a tray's own
-# status puts incomplete first (probes/judge.py TRAY_STATUS_ORDER), because a tray that did not
-# finish cannot vouch for what it did see.
-SEVERITY = {"pass": 0, "warn": 1, "incomplete": 2, "fail": 3}
+from opsctl.runs.verdicts import VERDICTS, worst  # noqa: F401 (worst: the rack judge's modules import it from here)
 
 
 @dataclass(frozen=True)
@@ -47,9 +42,3 @@ class Check:
             op=str(raw.get("op") or ""), source=str(raw.get("source") or ""), reason=str(raw.get("reason") or ""),
             judged_by="probe",
         )
-
-
-def worst(verdicts: Iterable[str], default: str = "pass") -> str:
-    """The worst of some verdicts: fail, then incomplete, then warn, then pass."""
-    verdicts = list(verdicts)
-    return max(verdicts, key=SEVERITY.__getitem__) if verdicts else default

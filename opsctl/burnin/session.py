@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from opsctl import __version__
 from opsctl.acceptance.criteria import PROBES, load_criteria
-from opsctl.acceptance.trial import trial_fields
+from opsctl.runs.trial import trial_fields
 from opsctl.backend import sim_spec_for, topology_for
 from opsctl.burnin.judge import TrayOutcome, judge_rack
 from opsctl.burnin.nvlink_domain import DOMAIN_FILE, PROBE as DOMAIN_PROBE, DomainOptions, run_domain_test

@@ -6,9 +6,9 @@ Each tray runs `python -m probes ARGS --backend B --tray T --stop-on-stdin-eof` 
 for a simulated rack: a file in `workdir` for the local transport, stdin over ssh). The
 transport holds the probe's stdin open while it waits; when it stops waiting, or opsctl dies,
 stdin closes and the probe ends (transport.py). At most `concurrency` trays work at a time;
-each has a connect timeout and a run timeout. The result of every tray
-is a `TrayResult`: complete (the probe exited 0 or 1 with its JSON document) or incomplete,
-with the reason — a tray that refused the connection, a probe that crashed or timed out, and a
+each has a connect timeout and a run timeout. The result of every tray is a `TrayResult`
+(opsctl/runs/tray_result.py, the run's record of it): complete (the probe exited 0 or 1 with
+its JSON document) or incomplete, with the reason — a tray that refused the connection, a probe that crashed or timed out, and a
 simulated tray marked unreachable all end the same way.
 
 `on_start(tray)` and `on_result(result)` are called as trays start and finish (one at a
@@ -34,6 +34,7 @@ from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from opsctl.fanout.local import LocalTransport
 from opsctl.fanout.ssh import SshTransport
 from opsctl.fanout.transport import STOP_ON_HANGUP, Completed, Interrupted, Transport, TransportError
+from opsctl.runs.tray_result import COMPLETE, INCOMPLETE, TrayResult
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack, Tray
@@ -49,9 +50,6 @@ class _Named(Protocol):
     @property
     def name(self) -> str: ...
 
-COMPLETE = "complete"
-INCOMPLETE = "incomplete"
-
 
 @dataclass(frozen=True)
 class FanoutOptions:
@@ -60,26 +58,6 @@ class FanoutOptions:
     run_timeout_s: float = 900.0  # the probe's whole run on one tray
     accept_new_host_keys: bool = False  # ssh: record unknown host keys instead of refusing them
     via: str = "inventory"  # "slurm": the compute trays as one Slurm job (opsctl/fanout/slurm.py)
-
-
-@dataclass
-class TrayResult:
-    tray: str  # ct03, st1, node
-    host: str  # the inventory host
-    status: str  # complete | incomplete
-    exit_code: int | None  # the probe's; None when it never ended on its own
-    document: dict[str, Any] | None  # the probe's JSON document, when it printed one
-    stdout: bytes = b""  # exactly what the probe printed (the raw file of the run)
-    stderr: str = ""
-    reason: str | None = None  # why incomplete, in one line
-    interrupted: bool = False
-    started: float = 0.0  # unix time
-    seconds: float = 0.0
-    transport: str = ""
-
-    @property
-    def complete(self) -> bool:
-        return self.status == COMPLETE
 
 
 def transport_for(rack: Rack, options: FanoutOptions, workdir: str | Path) -> Transport:

@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opsctl.acceptance.trial import trial_fields, trial_of
 from opsctl.burnin.judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
 from opsctl.burnin.session import judge_run, resume_run, unchanged_criteria
 from opsctl.errors import InputError
@@ -27,6 +26,7 @@ from opsctl.reports.formatting import primary_suspects, shown_checks
 from opsctl.runs.atomic_file import write_json_atomic
 from opsctl.runs.journal import utc_now
 from opsctl.runs.run_directory import RUN_FILE, default_runs_root
+from opsctl.runs.trial import trial_fields, trial_of
 
 if TYPE_CHECKING:
     from opsctl.burnin.judge import RackJudgment

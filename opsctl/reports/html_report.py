@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from opsctl.acceptance.trial import trial_sentence
 from opsctl.reports.domain_section import domain_html
 from opsctl.reports.formatting import fails_when, primary_suspects, reading, shown_checks
 from opsctl.reports.inventory import read_tray_inventory, rack_serials
 from opsctl.reports.pictures import VERDICT_COLOURS, bar_chart, heatmap, rack_view
 from opsctl.runbooks import RUNBOOK_DIR
+from opsctl.runs.trial import trial_sentence
 
 Summary = dict[str, Any]  # a run's summary.json
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from opsctl.acceptance.trial import trial_of, trial_sentence
+from opsctl.runs.trial import trial_of, trial_sentence
 
 
 def _case(suite: ET.Element, classname: str, name: str, verdict: str, message: str, detail: str,

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from opsctl.burnin.checks import worst
 from opsctl.rack_models import model_named
 from opsctl.runs.tray_names import tray_label
+from opsctl.runs.verdicts import worst
 
 if TYPE_CHECKING:
     from opsctl.rack_models import RackModel

@@ -30,7 +30,7 @@ from opsctl.runs.run_lock import RunLock
 from opsctl.runs.tray_names import tray_label
 
 if TYPE_CHECKING:
-    from opsctl.fanout.runner import TrayResult
+    from opsctl.runs.tray_result import TrayResult
 
 RUN_FORMAT = "opsctl-run/1"
 RUN_FILE = "run.json"

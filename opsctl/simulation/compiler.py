@@ -18,6 +18,7 @@ import pynvml
 from opsctl.errors import InputError
 from opsctl.simulation.scenario import NVLINK5_RATES, Fault, Scenario
 from probes.sim.profiles import seeded_random
+from probes.sim.sku_models import SIM_SKUS
 from opsctl.topology.graph import Component, Topology
 from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
@@ -29,7 +30,6 @@ XID_ROW_REMAP_FAILURE = 64
 XID_FELL_OFF_BUS = 79
 
 HGX_PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # a DGX/HGX H100 board's GPUs
-DRIVER = {"gb200": "570.133.20", "b200": "570.133.20", "h100": "550.127.08", "h200": "550.127.08"}
 
 
 def _hex(*keys: object, length: int = 32) -> str:
@@ -56,6 +56,7 @@ class _Builder:
     # --- the healthy rack --------------------------------------------------------------------
     def build_hardware(self) -> list[TraySpec]:
         model, rack, seed = self.model, self.rack, self.scenario.seed
+        per_serial = SIM_SKUS[model.sku].gpus_per_serial
         trays = []
         for tray_index, tray in enumerate(model.compute_tray_names()):
             gpus = []
@@ -66,10 +67,8 @@ class _Builder:
                     bus_id = f"{(0x0008, 0x0009, 0x0018, 0x0019)[local]:08X}:01:00.0"
                 else:
                     bus_id = f"00000000:{HGX_PCI_BUSES[local]}:00.0"
-                # The serial is the board's: on an NVL72 the two GPUs of a Grace-Blackwell superchip
-                # report one (NVIDIA/k8s-test-infra's real-hardware nvidia-smi capture of a GB200 tray,
-                # qx-gb200.xml: GPUs 0 and 1 share a serial, 2 and 3 another); an HGX GPU its own.
-                board = f"{rack}/{tray}/superchip{local // 2}" if model.is_nvl72 else gpu_id
+                # The serial is the board's: the GPUs of one superchip report one (the SKU's record).
+                board = f"{rack}/{tray}/superchip{local // per_serial}" if per_serial > 1 else gpu_id
                 links = []
                 for port in range(model.nvlink_ports):
                     link = self.topology.link_for(gpu_id, port)
@@ -430,7 +429,7 @@ def compile_rack_spec(scenario: Scenario, topology: Topology) -> RackSpec:
         chassis_serial=str(1821124000000 + int(_hex(scenario.seed, topology.rack, "chassis", length=8), 16) % 10**6),
         cluster_uuid=_hex(scenario.seed, topology.rack, "cluster"),
         clique_id=int(_hex(scenario.seed, topology.rack, "clique", length=4), 16) % 32767 + 1,
-        driver_version=DRIVER[sku],
+        driver_version=SIM_SKUS[sku].driver_version,
         noise=dict(scenario.noise),
         domain=builder.domain,
         trays=trays,

@@ -13,7 +13,7 @@ from typing import Any
 
 from probes.sim import profiles
 from probes.sim.clock import Clock, WallClock
-from probes.sim.sku_models import NVLINK4_LINE_RATE_BITS, NVLINK5_LINE_RATE_BITS, SKU_MODELS
+from probes.sim.sku_models import SIM_SKUS
 from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
 COUNTERS = ("crc", "replay", "recovery", "symbol")
@@ -54,7 +54,7 @@ class SimLink:
             rng5.randrange(0, 2)
             self.baseline[name] = totals.get(name, 0)
             self.phase[name] = rng5.random()
-        self.line_rate = NVLINK5_LINE_RATE_BITS if gpu.sku.nvlink_version >= 5 else NVLINK4_LINE_RATE_BITS
+        self.line_rate = gpu.sku.nvlink_line_rate_bits
         # Bytes carried by this process's simulated copies, sent and received (NVML's
         # throughput counters). Copies stripe across a GPU's links by what each delivers.
         self.traffic = {"tx": 0, "rx": 0}
@@ -473,7 +473,7 @@ class SimRack:
             spec = RackSpec.from_dict(spec)
         self.spec = spec
         self.seed = spec.seed
-        self.sku = SKU_MODELS[spec.sku]
+        self.sku = SIM_SKUS[spec.sku]
         self.clock = clock or WallClock()
         self.epoch = spec.epoch if spec.epoch is not None else self.clock.now()
         self.trays = {tray.name: SimTray(self, tray) for tray in spec.trays}

@@ -13,19 +13,12 @@ from typing import Any
 
 from probes.host_copy import pcie_gbps
 
-# The simulated GPUs' PCIe link at its best (generation, width): an HGX GPU's host link. A GB200
-# GPU reaches its Grace CPU over NVLink-C2C (its host copies run there), yet NVML reports its PCIe
-# link too, and DCGM runs its PCIe test on it: Gen5 x16 as NVIDIA/k8s-test-infra's real-hardware
-# nvidia-smi capture of a GB200 tray reports it (tests/e2e/go/assertions/nvidiasmi/testdata/
-# hardware/qx-gb200.xml: max and current Gen5, 16x; the same repository's mock profile says Gen6 x16,
-# which the capture contradicts).
-PCIE_MAX = {"h100": (5, 16), "h200": (5, 16), "b200": (5, 16), "gb200": (5, 16)}
 COPY_EFFICIENCY = 0.85  # the simulator's model of protocol overhead; a modelled figure, not a published one
 
 
 def pcie_link(gpu: Any) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """((best generation, width), (trained generation, width)); None for a GPU without PCIe to its host."""
-    best = PCIE_MAX.get(gpu.rack.spec.sku)
+    best = gpu.sku.pcie_max  # the SKU's record (probes/sim/sku_models.py)
     if best is None:
         return None
     found = [effect for effect in gpu.effects if effect.kind == "pcie"]
@@ -37,7 +30,7 @@ def pcie_link(gpu: Any) -> tuple[tuple[int, int], tuple[int, int]] | None:
 def copy_gbps(gpu: Any) -> float:
     """GB/s one way of a pinned host copy on this GPU."""
     link = pcie_link(gpu)
-    if link is None or gpu.sku.c2c_links:
+    if link is None or gpu.sku.host_link == "c2c":
         return gpu.sku.c2c_links * gpu.sku.c2c_mbps / 1000.0 * COPY_EFFICIENCY
     best, trained = link
     theoretical = pcie_gbps(*trained) or pcie_gbps(*best) or 0.0

@@ -24,9 +24,6 @@ from probes.sim.hardware import FEC_BINS, SimGpu, SimLink, SimRack
 from probes.sim.nvml_config import PCIE_AER_FIELDS, SimNvmlConfiguration, ecc_enabled, gpu_effect
 from probes.sim.spec import RackSpec
 
-# Each simulated SKU's PCI device id (NVIDIA/DCGM nvvs/diag-skus.yaml.in: H100 SXM 2330, H200
-# 2335, B200 2901, GB200 2941).
-PCI_DEVICE_IDS = {"h100": 0x2330, "h200": 0x2335, "b200": 0x2901, "gb200": 0x2941}
 RECOVERY_ACTION_CODES = {"none": pynvml.NVML_GPU_RECOVERY_ACTION_NONE, "gpu_reset": pynvml.NVML_GPU_RECOVERY_ACTION_GPU_RESET,
                          "node_reboot": pynvml.NVML_GPU_RECOVERY_ACTION_NODE_REBOOT,
                          "drain_p2p": pynvml.NVML_GPU_RECOVERY_ACTION_DRAIN_P2P,
@@ -214,7 +211,7 @@ class SimNvml(SimNvmlConfiguration):
         info.busIdLegacy = gpu.spec.pci_bus_id.encode()[:15]
         domain, bus, rest = gpu.spec.pci_bus_id.split(":")
         info.domain, info.bus, info.device = int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
-        info.pciDeviceId = (PCI_DEVICE_IDS[gpu.rack.spec.sku] << 16) | 0x10DE  # vendor NVIDIA in the low half
+        info.pciDeviceId = (gpu.sku.pci_device_id << 16) | 0x10DE  # vendor NVIDIA in the low half
         return info
 
     nvmlDeviceGetPciInfo_v3 = nvmlDeviceGetPciInfo
@@ -224,15 +221,15 @@ class SimNvml(SimNvmlConfiguration):
         flashed = gpu_effect(gpu, "firmware")  # a tray flashed with another image (firmware_mismatch)
         if flashed is not None:
             return flashed.get("vbios")
-        return "97.00.A5.00.2F" if gpu.sku.nvlink_version >= 5 else "96.00.99.00.01"
+        return gpu.sku.vbios_version
 
     def nvmlDeviceGetInforomImageVersion(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetInforomImageVersion")
-        return "G548.0201.00.06" if gpu.sku.nvlink_version >= 5 else "G520.0200.00.05"
+        return gpu.sku.inforom_version
 
     def nvmlDeviceGetBoardPartNumber(self, handle: Any) -> str:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetBoardPartNumber")
-        return "699-2G548-0201-A00" if gpu.sku.nvlink_version >= 5 else "699-2G530-0200-A00"
+        return gpu.sku.board_part_number
 
     def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]:
         gpu, _ = self._gpu(handle, "nvmlDeviceGetCudaComputeCapability")

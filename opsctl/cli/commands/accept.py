@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import click
 
 from opsctl.acceptance.criteria import load_criteria
-from opsctl.acceptance.trial import trial_fields
 from opsctl.burnin.session import make_plan
 from opsctl.cli.commands.burnin import reject_with_resume, rack_run_options, run_rack_command
 from opsctl.input_checks import seconds
 from opsctl.runs import RunDirectory
+from opsctl.runs.trial import trial_fields
 
 if TYPE_CHECKING:
     from opsctl.burnin.session import Plan

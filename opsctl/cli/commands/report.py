@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from opsctl.acceptance.trial import trial_of
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.fleet.judge import SUMMARY_FILE, judge_fleet, judge_rack_run, run_kind_of
 from opsctl.ledger import record_burnin
 from opsctl.reports.formatting import fails_when, reading
 from opsctl.reports.terminal import STYLE, print_summary
+from opsctl.runs.trial import trial_of
 
 if TYPE_CHECKING:
     from rich.console import Console

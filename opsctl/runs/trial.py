@@ -2,6 +2,10 @@
 the criteria's (the contract's) duration. It is judged by the criteria all the same, but it is
 not an acceptance by them, and every report says so: the HTML in words, the JSON and the JUnit
 properties as `trial` with both durations.
+
+It is a field of the run's summary, so it lives with the run's records: the run that writes the
+summary (the burn-in session, the fleet's judge) and the reports that read it share these three
+functions without either reaching into the other.
 """
 
 from __future__ import annotations

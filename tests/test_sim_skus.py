@@ -1,0 +1,33 @@
+"""The simulator's one record per GPU model (probes/sim/sku_models.py SIM_SKUS) says what the
+rulebook's file of that model (probes/references/<sku>.yaml) says: the judge tells a simulated
+GPU's model by its name and PCI device id, and asks for the counters of its NVLink generation
+and the host link it names, as on a real tray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from opsctl.rack_models import MODELS
+from probes.sim.sku_models import SIM_SKUS
+
+REFERENCES = Path(__file__).resolve().parent.parent / "probes" / "references"
+SKUS = sorted(path.stem for path in REFERENCES.glob("*.yaml") if "sku" in yaml.safe_load(path.read_text()))
+
+
+def test_every_model_with_a_reference_file_or_a_rack_is_simulated() -> None:
+    assert SKUS and set(SKUS) == set(SIM_SKUS)
+    assert {model.sku for model in MODELS.values()} <= set(SIM_SKUS)
+
+
+@pytest.mark.parametrize("sku", SKUS)
+def test_the_record_agrees_with_the_rulebook(sku: str) -> None:
+    refs, record = yaml.safe_load((REFERENCES / f"{sku}.yaml").read_text()), SIM_SKUS[sku]
+    assert any(record.name.startswith(name) for name in refs["names"])
+    assert f"{record.pci_device_id:04x}" in refs["pci_device_ids"]
+    assert record.nvlink_version == refs["nvlink_generation"]
+    assert record.host_link == refs["host_link"]
+    if "tdp" in refs:  # a datasheet's figure (none is cited for B200 and GB200 yet, docs/sources.md)
+        assert record.tdp_w == refs["tdp"]["watts"]
