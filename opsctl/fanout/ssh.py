@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING
 import paramiko
 
 from opsctl.errors import InputError
-from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
+from opsctl.fanout.transport import (
+    MAX_TRAY_OUTPUT_BYTES,
+    MAX_TRAY_STDERR_BYTES,
+    Completed,
+    Interrupted,
+    TrayOutputTooLarge,
+    TrayTimedOut,
+    TrayUnreachable,
+)
 from opsctl.regular_files import check_replaceable
 
 if TYPE_CHECKING:
@@ -183,8 +191,12 @@ def _collect(channel: paramiko.Channel, deadline: float, timeout_s: float, stop:
     while True:
         while channel.recv_ready():
             stdout += channel.recv(READ_BYTES)
+            if len(stdout) > MAX_TRAY_OUTPUT_BYTES:  # the caller closes the session: the probe hangs up
+                raise TrayOutputTooLarge(MAX_TRAY_OUTPUT_BYTES)
         while channel.recv_stderr_ready():
             stderr += channel.recv_stderr(READ_BYTES)
+            if len(stderr) > 2 * MAX_TRAY_STDERR_BYTES:  # its last MiB says why, if anything does
+                del stderr[:-MAX_TRAY_STDERR_BYTES]
         if channel.exit_status_ready() and channel.eof_received and not channel.recv_ready() and not channel.recv_stderr_ready():
             return Completed(channel.recv_exit_status(), bytes(stdout), bytes(stderr))
         if channel.closed and not channel.recv_ready() and not channel.recv_stderr_ready():
