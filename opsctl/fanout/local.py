@@ -23,14 +23,7 @@ from io import BufferedReader
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from opsctl.fanout.transport import (
-    MAX_TRAY_OUTPUT_BYTES,
-    MAX_TRAY_STDERR_BYTES,
-    Completed,
-    Interrupted,
-    TrayOutputTooLarge,
-    TrayTimedOut,
-)
+from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, MAX_TRAY_STDERR_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut
 from opsctl.runs.atomic_file import write_bytes_atomic
 
 if TYPE_CHECKING:

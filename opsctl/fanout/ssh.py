@@ -30,15 +30,7 @@ from typing import TYPE_CHECKING
 import paramiko
 
 from opsctl.errors import InputError
-from opsctl.fanout.transport import (
-    MAX_TRAY_OUTPUT_BYTES,
-    MAX_TRAY_STDERR_BYTES,
-    Completed,
-    Interrupted,
-    TrayOutputTooLarge,
-    TrayTimedOut,
-    TrayUnreachable,
-)
+from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, MAX_TRAY_STDERR_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut, TrayUnreachable
 from opsctl.regular_files import check_replaceable
 
 if TYPE_CHECKING:
