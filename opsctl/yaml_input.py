@@ -108,8 +108,9 @@ def parse_json(text: str, source: object) -> Any:
 
 
 # What a file people write (an inventory of a thousand racks, a fault scenario) stays far below;
-# a larger one is refused before PyYAML spends minutes on it. (Documents opsctl writes itself, a
-# rack's 3 MB burn-in summary, are read without it.)
+# a larger one is refused before PyYAML spends minutes on it: the inventory, a fault scenario, a
+# cabling map, acceptance criteria, a TCO scenario, an MTTR config. (Documents opsctl writes
+# itself, a rack's 3 MB burn-in summary, are read within regular_files.MAX_DOCUMENT_BYTES.)
 MAX_WRITTEN_BYTES = 4 * 2**20
 
 
