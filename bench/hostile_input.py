@@ -346,6 +346,7 @@ def hostile_file_cases():
         "burnin --out": ["burnin", "hgx01", "--no-ledger", "--out", "{path}"],
         "exporter rules -o": ["exporter", "rules", "-o", "{path}"],
         "tco sensitivity --out": ["tco", "sensitivity", scenario, "--out", "{path}"],
+        "ledger --db sqlite:///": ["ledger", "incident", "rack07/ct03", "--db", "sqlite:///{path}"],
     }
     for area, commands in (("input", inputs), ("output", outputs)):
         for label, argv in commands.items():

@@ -32,6 +32,7 @@ from opsctl.errors import InputError
 # export a few tens; a file larger than this is not one opsctl wrote.
 MAX_DOCUMENT_BYTES = 256 * 2**20
 _READ_CHUNK = 1 << 20
+READS, REPLACES = "reads only regular files", "replaces only regular files"
 
 
 def kind_of_mode(mode: int) -> str:
@@ -61,8 +62,8 @@ def _named(path: str | os.PathLike[str]) -> str:
     return str(path)
 
 
-def _not_regular(path: str | os.PathLike[str], mode: int, doing: str) -> InputError:
-    return InputError(f"{_named(path)}: is {kind_of_mode(mode)}, not a regular file; opsctl {doing} only regular files")
+def _not_regular(path: str | os.PathLike[str], mode: int, rule: str) -> InputError:
+    return InputError(f"{_named(path)}: is {kind_of_mode(mode)}, not a regular file; opsctl {rule}")
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def read_regular_bytes(path: str | os.PathLike[str], max_bytes: int | None = MAX
     if stat.S_ISDIR(mode):
         raise InputError(f"{_named(path)}: is a directory, not a file")
     if not stat.S_ISREG(mode):
-        raise _not_regular(path, mode, "reads")
+        raise _not_regular(path, mode, READS)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         descriptor = os.open(path, flags)
@@ -88,7 +89,7 @@ def read_regular_bytes(path: str | os.PathLike[str], max_bytes: int | None = MAX
     try:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):  # swapped for something else between the stat and the open
-            raise _not_regular(path, mode, "reads")
+            raise _not_regular(path, mode, READS)
         limit = None if max_bytes is None else max_bytes + 1
         chunks: list[bytes] = []
         total = 0
@@ -117,20 +118,29 @@ def read_regular_text(path: str | os.PathLike[str], max_bytes: int | None = MAX_
 
 
 # --- writing -----------------------------------------------------------------------------------
-def check_replaceable(path: str | Path, doing: str = "replaces") -> None:
+def check_replaceable(path: str | Path, rule: str = REPLACES) -> None:
     """Refuse an output path that names anything but a regular file (or nothing yet): a folder, a
     FIFO, a device, a socket, or a link to one. A link to a regular file is replaced, as ever.
-    `doing` says what opsctl does to the file, for the message."""
+    `rule` says what opsctl does with such files, for the message."""
+    mode = _mode(path)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError(f"{_named(path)}: Is a directory; opsctl writes a file here and {rule}")
+    refuse_special_file(path, rule, mode)
+
+
+def refuse_special_file(path: str | Path, rule: str, mode: int | None = None) -> None:
+    """Refuse a path that names a FIFO, a device or a socket (or a link to one); a folder, a
+    regular file or nothing yet is left to the caller."""
+    mode = _mode(path) if mode is None else mode
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise _not_regular(path, mode, rule)
+
+
+def _mode(path: str | Path) -> int | None:
     try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return  # a new file (or a missing folder, which the writer names)
+        return os.stat(path).st_mode
     except OSError:
-        return  # unreadable (a /proc path, a loop of links): the write itself says why, in one line
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{_named(path)}: Is a directory; opsctl writes a file here and {doing} only regular files")
-    if not stat.S_ISREG(mode):
-        raise _not_regular(path, mode, doing)
+        return None  # nothing there (a new file), or unreadable (a /proc path): the write itself says why
 
 
 def check_folder(path: str | Path) -> None:
@@ -158,7 +168,7 @@ class InputFile(click.Path):
         except OSError:
             return value
         if not (stat.S_ISREG(mode) or (self.dir_okay and stat.S_ISDIR(mode))):
-            self.fail(str(_not_regular(value, mode, "reads")), param, ctx)
+            self.fail(str(_not_regular(value, mode, READS)), param, ctx)
         return value
 
 

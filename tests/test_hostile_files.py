@@ -139,6 +139,16 @@ def test_a_fifo_named_like_a_file_in_an_output_folder_is_refused_before_any_is_w
     assert len(list(sensitivity.iterdir())) == 1
 
 
+@pytest.mark.parametrize("target, what", [("fifo", "is a FIFO"), ("null", "(a link to /dev/null): is a character device"),
+                                          ("sock", "is a socket")])
+@pytest.mark.parametrize("argv", [["ledger", "incident", "rack07/ct03"], ["ledger", "stats"]])
+def test_a_ledger_file_that_is_a_fifo_or_a_device_is_refused(opsctl, hostile, argv, target, what):
+    with deadline():
+        assert_one_line_error(opsctl(*argv, "--db", f"sqlite:///{hostile / target}"), 2, str(hostile / target), what,
+                              "keeps a ledger only in a regular file")
+    assert_untouched(hostile)
+
+
 def test_the_atomic_writer_itself_replaces_only_regular_files(hostile, tmp_path):
     from opsctl.runs.atomic_file import write_bytes_atomic
 

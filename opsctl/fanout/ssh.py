@@ -77,7 +77,7 @@ class SshTransport:
     def __init__(self, known_hosts: str | None = None, accept_new_host_keys: bool = False,
                  connect_timeout_s: float = 10.0) -> None:
         self.known_hosts = Path(os.path.expanduser(known_hosts or DEFAULT_KNOWN_HOSTS))
-        check_replaceable(self.known_hosts, "reads and appends to")  # a FIFO would hang every tray's connect
+        check_replaceable(self.known_hosts, "reads and appends to known_hosts only as a regular file")  # a FIFO would hang every tray's connect
         self.accept_new_host_keys = accept_new_host_keys
         self.connect_timeout_s = connect_timeout_s
         self._known_hosts_lock = threading.Lock()

@@ -30,6 +30,7 @@ from urllib.parse import unquote
 from urllib.parse import quote
 
 from opsctl.errors import IncompleteError, InputError
+from opsctl.regular_files import refuse_special_file
 
 DB_ENV = "OPSCTL_DB"
 BUSY_TIMEOUT_MS = 30_000
@@ -153,6 +154,7 @@ class SqliteDatabase:
         a folder that does not exist is more likely a typo than a wish for a new folder."""
         self.url = url
         self.path = Path(path).expanduser()
+        refuse_special_file(self.path, "keeps a ledger only in a regular file (check --db)")  # not SQLite's I/O error
         created = False
         try:
             if read_only:
