@@ -374,3 +374,15 @@ def test_a_scraper_that_disconnects_is_one_log_line_not_a_traceback(capfd, caplo
     assert len(lines) == 3 and all(line.startswith("scraper 127.0.0.1 disconnected before its answer was sent") for line in lines)
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Exception occurred during processing" not in err
+
+
+def test_a_fifo_as_a_run_journal_is_refused_rather_than_blocking(hostile):
+    from opsctl.runs.journal import Journal
+
+    journal = Journal(hostile / "fifo")
+    with deadline():
+        with pytest.raises(InputError, match="is a FIFO, not a regular file; opsctl keeps a run's journal only in a regular file"):
+            journal.record("started")
+        with pytest.raises(InputError, match="is a FIFO, not a regular file"):
+            journal.entries()
+    assert_untouched(hostile)

@@ -46,7 +46,7 @@ class LocalTransport:
     def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:
         # A file beside the run's other files: the record of what the trays were told.
         path = self.workdir / "sim-spec.json"
-        if not path.exists() or path.read_bytes() != spec_json:
+        if not path.is_file() or path.read_bytes() != spec_json:  # a FIFO there: the writer refuses it, never a blocked read
             write_bytes_atomic(path, spec_json)
         return ["--sim-spec", str(path)], None
 
