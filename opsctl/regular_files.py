@@ -29,7 +29,7 @@ from opsctl.errors import InputError
 
 # Documents opsctl wrote itself (a burn-in summary, a snapshot, a ledger export) are read with
 # this cap when their reader has none of its own: a rack's summary is ~3 MB, a fleet's ledger
-# export a few tens; a file larger than this is not one opsctl wrote.
+# export a few tens of MB; a file larger than this is not one opsctl wrote.
 MAX_DOCUMENT_BYTES = 256 * 2**20
 _READ_CHUNK = 1 << 20
 READS, REPLACES = "reads only regular files", "replaces only regular files"
@@ -42,7 +42,7 @@ def kind_of_mode(mode: int) -> str:
                        (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return kind
-    return "not a regular file"
+    return "an unknown kind of file"
 
 
 def size_text(count: int) -> str:
