@@ -346,13 +346,17 @@ class _BigBody:
         return b"# x\n" * (4 * 2**20)
 
 
-def test_a_scraper_that_disconnects_is_one_log_line_not_a_traceback(capfd, caplog):
+def test_a_scraper_that_disconnects_is_one_log_line_not_a_traceback(capfd, caplog, monkeypatch):
     import logging
     import struct
     import threading
     import time
 
     from exporters.server import BoundedMetricsServer
+
+    # An exporter command run earlier in this process left its stderr handler on the logger, bound
+    # to a stream pytest has since closed: caplog alone hears this test's lines.
+    monkeypatch.setattr(logging.getLogger("opsctl.exporter"), "handlers", [])
 
     server = BoundedMetricsServer(("127.0.0.1", 0), _BigBody())
     threading.Thread(target=server.serve_forever, daemon=True).start()
