@@ -7,7 +7,10 @@ Each case is one `opsctl …` subprocess with a time limit and an address-space 
 negative numbers, 400-digit integers, years 0026 and 9999, malformed ledger URLs with
 passwords; each input format (inventory, fault scenario, criteria, snapshot, ledger import in
 JSON and CSV, TCO scenario) gets every field of a valid file replaced in turn by a list, a
-mapping, NaN, 10**400, a 200,000-character string… plus the cases of issue 15 as written.
+mapping, NaN, 10**400, a 200,000-character string… plus the cases of issue 15 as written. Issue
+28's files: a FIFO, a socket, /dev/zero, /dev/urandom and links to them (and to /dev/null) as
+every input and every output, a folder where a file goes, a probe that prints without end, and
+every secret form of a --db URL; a FIFO or a device that does not survive a case is BAD.
 
     .venv/bin/python bench/hostile_input.py [--jobs 2] [--only WORD] [--skip-slow] [--list]
 
@@ -19,6 +22,8 @@ import copy
 import json
 import os
 import resource
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,7 +35,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-OPSCTL = [sys.executable, "-c", "import sys; from opsctl.cli import main; sys.argv[0] = 'opsctl'; main()"]
+# -P: the case's folder is not on opsctl's own sys.path (a case may put a fake `probes` there for its trays).
+OPSCTL = [sys.executable, "-P", "-c", "import sys; from opsctl.cli import main; sys.argv[0] = 'opsctl'; main()"]
 MEMORY_LIMIT = 6 * 2**30  # address space per case: torch's import in a simulated probe fits, a runaway does not
 SECRET = "S3cr3tPw"
 
@@ -45,6 +51,8 @@ class Case:
     area: str = "input"  # input | hardware | tco: which part of issue 15 it belongs to
     secret: str | None = None  # must appear in no output
     slow: bool = False
+    fifos: tuple = ()  # FIFOs made in {dir} before the case; each must still be one after
+    links: dict = field(default_factory=dict)  # name -> what it links to ("{dir}" is the case's folder); each must survive
 
 
 # --- values --------------------------------------------------------------------------------
@@ -306,8 +314,67 @@ def hardware_cases():
                area="hardware")
 
 
+# --- issue 28: what a path names ------------------------------------------------------------
+# Each name, made in the case's folder, and what the refusal says it is.
+HOSTILE_PATHS = {"fifo": "a FIFO", "zero": "a link to /dev/zero", "urandom": "a link to /dev/urandom",
+                 "null": "a link to /dev/null", "to-fifo": "a link to a FIFO", "sock": "a socket"}
+HOSTILE_LINKS = {"zero": "/dev/zero", "urandom": "/dev/urandom", "null": "/dev/null", "to-fifo": "{dir}/fifo"}
+ENDLESS_PROBE = "import sys\nchunk = b'x' * 65536\nwhile True:\n    sys.stdout.buffer.write(chunk)\n"
+
+
+def hostile_file_cases():
+    """Every input and output given a FIFO, a socket or a device (issue 28): refused in one line,
+    at once, the FIFO and the device as they were."""
+    scenario = str(ROOT / "scenarios" / "llama3-70b-h100-bf16-64gpu-neocloud.yaml")
+    inputs = {
+        "inventory": ["-i", "{path}", "inventory", "list"],
+        "tco scenario": ["tco", "run", "{path}"],
+        "tco --mttr-config": ["tco", "run", scenario, "--mttr-config", "{path}"],
+        "criteria": ["accept", "hgx01", "--no-ledger", "--criteria", "{path}", "--out", "{dir}/run"],
+        "snapshot": ["localize", "{path}"],
+        "ledger import": ["ledger", "import", "{path}", "--db", "sqlite:///{dir}/l.sqlite"],
+        "ledger record-triage": ["ledger", "record-triage", "{path}", "--db", "sqlite:///{dir}/l.sqlite"],
+        "scenario (inventory)": ["-i", "{dir}/inv.yaml", "sim", "faults", "rackx"],
+        "cabling map (inventory)": ["-i", "{dir}/inv.yaml", "topology", "show", "rackx"],
+    }
+    outputs = {
+        "sim spec -o": ["sim", "spec", "hgx01", "-o", "{path}"],
+        "snapshot -o": ["snapshot", "hgx01", "-o", "{path}"],
+        "triage --save": ["triage", "hgx01", "--no-ledger", "--save", "{path}"],
+        "ledger stats --plot": ["ledger", "stats", "--db", "sqlite:///{dir}/l.sqlite", "--plot", "{path}"],
+        "ledger export -o": ["ledger", "export", "--db", "sqlite:///{dir}/l.sqlite", "-o", "{path}"],
+        "burnin --out": ["burnin", "hgx01", "--no-ledger", "--out", "{path}"],
+        "exporter rules -o": ["exporter", "rules", "-o", "{path}"],
+        "tco sensitivity --out": ["tco", "sensitivity", scenario, "--out", "{path}"],
+        "ledger --db sqlite:///": ["ledger", "incident", "rack07/ct03", "--db", "sqlite:///{path}"],
+    }
+    for area, commands in (("input", inputs), ("output", outputs)):
+        for label, argv in commands.items():
+            for name, what in HOSTILE_PATHS.items():
+                if area == "input" and name == "null":
+                    continue  # /dev/null reads as an empty file would: the zero and urandom links stand for devices
+                variable = "opsctl_scenario" if label.startswith("scenario") else "opsctl_cabling_map"
+                files = {"inv.yaml": as_yaml(sim_inventory(extra_vars={variable: f"{{dir}}/{name}"}))} if "inventory)" in label else {}
+                yield Case(f"{area} {label} is {what}", [a.replace("{path}", f"{{dir}}/{name}") for a in argv], files,
+                           timeout=15, area=f"{area}s", fifos=("fifo",), links=HOSTILE_LINKS)
+    for label, argv in (("sim spec -o", outputs["sim spec -o"]), ("ledger export -o", outputs["ledger export -o"])):
+        yield Case(f"output {label} is a folder", [a.replace("{path}", "{dir}/folder") for a in argv], {"folder/keep": ""},
+                   area="outputs")
+    # A probe printing without end (a fake `probes` in the case's folder, where `python -m probes`
+    # finds it first): exit 3 naming the tray and the cap, opsctl's memory bounded.
+    yield Case("a tray's probe prints without end", ["snapshot", "hgx01", "-o", "{dir}/s.json"],
+               {"probes/__init__.py": "", "probes/__main__.py": ENDLESS_PROBE}, ok=(3,), timeout=120, area="hardware")
+    for url in [f"postgresql://u@127.0.0.1:1/db?sslpassword={SECRET}", f"host=127.0.0.1 port=1 sslpassword={SECRET}",
+                f"postgresql://u@127.0.0.1:1/db?pass%77ord={SECRET}", f"postgresql://u:pa?ss{SECRET}@127.0.0.1:1/db",
+                f"postgresql://u@127.0.0.1:1/db?sslmode=require&sslpassword={SECRET}&password={SECRET}"]:
+        yield Case(f"ledger stats --db {url[:48]!r}", ["ledger", "stats", "--db", url], ok=(3,), secret=SECRET)
+    yield Case("triage hint keeps --db, hides its sslpassword",
+               ["triage", "hgx01", "--window", "0.5", "--db", f"postgresql://u@127.0.0.1:1/db?sslpassword={SECRET}"],
+               ok=(0, 1), secret=SECRET, timeout=60)
+
+
 def all_cases():
-    return [*flag_cases(), *file_cases(), *tco_cases(), *hardware_cases()]
+    return [*flag_cases(), *file_cases(), *tco_cases(), *hardware_cases(), *hostile_file_cases()]
 
 
 # --- running and judging -------------------------------------------------------------------
@@ -319,7 +386,18 @@ def _limits():
 def run_case(case, root):
     folder = Path(tempfile.mkdtemp(prefix="case-", dir=root))
     for name, content in case.files.items():
+        content = content.replace("{dir}", str(folder)) if isinstance(content, str) else content
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    for name in case.fifos:
+        os.mkfifo(folder / name)
+    links = {name: target.replace("{dir}", str(folder)) for name, target in case.links.items()}
+    for name, target in links.items():
+        os.symlink(target, folder / name)
+    sock = None
+    if case.fifos:  # the cases of FIFOs and devices get a socket too
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(folder / "sock"))
     argv = [a.replace("{dir}", str(folder)) for a in case.argv]
     env = {**os.environ, "XDG_STATE_HOME": str(folder / "state"), "HOME": str(folder), "COLUMNS": "200"}
     for name in ("OPSCTL_DB", "OPSCTL_INVENTORY", "OPSCTL_DEBUG"):
@@ -335,7 +413,26 @@ def run_case(case, root):
         stdout, stderr = process.communicate()
         timed_out = True
     seconds = time.monotonic() - started
+    if sock is not None:
+        sock.close()
+    replaced = _replaced(folder, case.fifos, links)
+    if replaced:
+        return ("BAD", replaced), seconds
     return judge(case, process.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace"), timed_out), seconds
+
+
+def _replaced(folder, fifos, links):
+    """What a case replaced that it must not have: a FIFO, a link to a device, a device."""
+    for name in fifos:
+        if not stat.S_ISFIFO(os.lstat(folder / name).st_mode):
+            return f"replaced the FIFO {name}"
+    for name, target in links.items():
+        if not os.path.islink(folder / name) or os.readlink(folder / name) != target:
+            return f"replaced the link {name} -> {target}"
+    for device in ("/dev/null", "/dev/zero", "/dev/urandom"):
+        if not stat.S_ISCHR(os.stat(device).st_mode):
+            return f"replaced the device {device}"
+    return None
 
 
 def judge(case, code, stdout, stderr, timed_out):

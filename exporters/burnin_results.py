@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 log = logging.getLogger("opsctl.exporter")
+MAX_RESULT_BYTES = 64 * 2**20  # one tray's probe document is well under a megabyte
 
 PROBE_FORMAT = "opsctl-probe/1"
 # Worst first: one failed check fails the GPU; a check that could not finish is not a pass.
@@ -115,6 +117,8 @@ class BurninResults:
                 stat = file.stat()
             except OSError:
                 continue  # removed while we looked
+            if not S_ISREG(stat.st_mode):  # a FIFO named *.json would block the refresh for ever; a device never ends
+                continue
             key = (stat.st_mtime_ns, stat.st_size)
             cached = self._parsed.get(file)
             parsed[file] = cached if cached is not None and cached[0] == key else (key, self._parse(file))
@@ -127,7 +131,11 @@ class BurninResults:
 
     def _parse(self, file: Path) -> TrayBurnin | None:
         try:
-            return parse_run_document(json.loads(file.read_text(encoding="utf-8")), file)
+            with open(file, "rb") as handle:
+                data = handle.read(MAX_RESULT_BYTES + 1)  # the cap holds for what is read, whatever stat says
+            if len(data) > MAX_RESULT_BYTES:
+                raise ValueError(f"over {MAX_RESULT_BYTES // 2**20} MiB; a tray's run document is far smaller")
+            return parse_run_document(json.loads(data.decode("utf-8")), file)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
             self.errors += 1
             log.warning("burn-in result %s skipped: %s", file, error)

@@ -13,7 +13,9 @@ waits that long on a client that does not read — Prometheus's own default scra
 from __future__ import annotations
 
 import gzip
+import logging
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
@@ -28,6 +30,8 @@ from exporters.metrics import RackCollector
 
 if TYPE_CHECKING:
     from exporters.tray_poller import TrayPoller
+
+log = logging.getLogger("opsctl.exporter")
 
 MAX_CONNECTIONS = 16
 # Prometheus's default scrape_timeout (prometheus.io, Configuration: scrape_config): a scrape
@@ -140,6 +144,17 @@ class BoundedMetricsServer(ThreadingHTTPServer):
         with self._open_lock:
             if request in self._open:
                 self._open[request] = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A scraper that hangs up before its answer is sent (BrokenPipe, ConnectionReset) is one
+        log line, not socketserver's traceback on stderr for each; anything else is still a traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            address = client_address[0] if isinstance(client_address, tuple) and client_address else client_address
+            log.info("scraper %s disconnected before its answer was sent (%s)", address,
+                     type(error).__name__ if not error.strerror else error.strerror)
+            return
+        super().handle_error(request, client_address)
 
     def shutdown_request(self, request: socket.socket) -> None:  # type: ignore[override]  # a TCP socket
         with self._open_lock:

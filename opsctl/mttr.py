@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.input_checks import number
-from opsctl.yaml_input import load_yaml_file, require_mapping
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
 
 if TYPE_CHECKING:
     from opsctl.topology.graph import Component, Topology
@@ -144,7 +144,7 @@ def load_mttr_model(path: str | Path | None = None) -> MttrModel:
     path = path or os.environ.get(MTTR_CONFIG_ENV)
     source = str(DEFAULT_MTTR_CONFIG)
     if path:
-        data = _merge(data, require_mapping(load_yaml_file(path), path))
+        data = _merge(data, require_mapping(load_yaml_file(path, MAX_WRITTEN_BYTES), path))
         source = str(path)
     return _parse(data, source)
 

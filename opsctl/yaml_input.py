@@ -15,6 +15,7 @@ import yaml
 
 from opsctl.errors import InputError
 from opsctl.input_checks import check_depth
+from opsctl.regular_files import MAX_DOCUMENT_BYTES, read_regular_text
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -107,26 +108,18 @@ def parse_json(text: str, source: object) -> Any:
 
 
 # What a file people write (an inventory of a thousand racks, a fault scenario) stays far below;
-# a larger one is refused before PyYAML spends minutes on it. (Documents opsctl writes itself, a
-# rack's 3 MB burn-in summary, are read without it.)
+# a larger one is refused before PyYAML spends minutes on it: the inventory, a fault scenario, a
+# cabling map, acceptance criteria, a TCO scenario, an MTTR config. (Documents opsctl writes
+# itself, a rack's 3 MB burn-in summary, are read within regular_files.MAX_DOCUMENT_BYTES.)
 MAX_WRITTEN_BYTES = 4 * 2**20
 
 
-def load_yaml_file(path: str | Path, max_bytes: int | None = None) -> Any:
-    """Read and parse a YAML or JSON file; a missing or unreadable file, or one over `max_bytes`,
-    is an InputError."""
+def load_yaml_file(path: str | Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """Read and parse a YAML or JSON file; a missing or unreadable file, one that is not a regular
+    file (a FIFO, /dev/zero), or one over `max_bytes` (counted as read, not as stat says), is an
+    InputError."""
     path = Path(path)
-    try:
-        if max_bytes is not None and path.stat().st_size > max_bytes:
-            raise InputError(f"{path}: {path.stat().st_size:,} bytes; at most {max_bytes // 2**20} MiB is read")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    return parse_yaml(text, path)
+    return parse_yaml(read_regular_text(path, max_bytes), path)
 
 
 def require_mapping(value: object, source: object) -> dict[Any, Any]:

@@ -8,13 +8,15 @@ bytes read — so a handover report says exactly which criteria judged the rack.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from opsctl.burnin.rack_relative import METRICS
 from opsctl.errors import InputError
-from opsctl.yaml_input import parse_yaml
+from opsctl.regular_files import read_regular_bytes
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_yaml
 
 DEFAULT_CRITERIA = Path(__file__).resolve().parent.parent / "data" / "criteria" / "default.yaml"
 PROBES = ("gemm", "membw", "nvlink", "pulse", "hbm", "configuration", "counters", "collective")  # collective: the rack's NVLink domain as one job
@@ -55,12 +57,9 @@ class Criteria:
 
 def load_criteria(path: str | Path | None = None) -> Criteria:
     path = Path(path) if path else DEFAULT_CRITERIA
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such criteria file") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    if not os.path.lexists(path):
+        raise InputError(f"{path}: no such criteria file")
+    raw = read_regular_bytes(path, MAX_WRITTEN_BYTES)  # a FIFO or /dev/zero: refused in one line
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

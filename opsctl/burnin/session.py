@@ -29,6 +29,7 @@ from opsctl.burnin.nvlink_domain import DOMAIN_FILE, PROBE as DOMAIN_PROBE, Doma
 from opsctl.burnin.progress import TrayProgress
 from opsctl.errors import EXIT_INCOMPLETE, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
+from opsctl.regular_files import read_regular_text
 from opsctl.reports import REPORT_FILES, write_reports
 from opsctl.runs import RunDirectory
 from opsctl.runs.journal import utc_now
@@ -201,7 +202,7 @@ def judge_run(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology | No
     topology = topology or topology_for(rack)
     outcomes = _outcomes(rack, run)
     domain_file = run.path / DOMAIN_FILE
-    domain = json.loads(domain_file.read_text()) if domain_file.exists() else None
+    domain = json.loads(read_regular_text(domain_file)) if domain_file.exists() else None
     judgment = judge_rack(rack, topology, run.tray_documents(), outcomes, criteria, domain)
     if interrupted:
         judgment.notes.insert(0, f"interrupted: resume with `opsctl {plan.kind} --resume {run.path}`")

@@ -19,6 +19,7 @@ import click
 
 from opsctl import __version__
 from opsctl.errors import EXIT_INCOMPLETE, EXIT_USAGE, OpsctlError
+from opsctl.regular_files import InputFile
 
 COMMANDS_PACKAGE = "opsctl.cli.commands"
 
@@ -42,7 +43,7 @@ class LazyCommands(click.Group):
 @click.option(
     "--inventory",
     "-i",
-    type=click.Path(dir_okay=False),
+    type=InputFile(),
     envvar="OPSCTL_INVENTORY",
     help="Ansible-format inventory of racks (default: $OPSCTL_INVENTORY, else the built-in simulated racks).",
 )

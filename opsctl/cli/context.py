@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from opsctl.errors import InputError
 from opsctl.inventory import load_inventory
 from opsctl.rack_models import NAME_PATTERN
-from opsctl.errors import InputError
+from opsctl.regular_files import InputFile
 
 if TYPE_CHECKING:
     from click.decorators import FC
@@ -35,7 +36,7 @@ def _remember_inventory(ctx: click.Context, param: click.Parameter, value: str |
 # --inventory after the command as well as before it (`opsctl burnin rack07 --inventory FILE`):
 # the same setting, stored where every command reads it.
 inventory_option = click.option(
-    "--inventory", "-i", type=click.Path(dir_okay=False), expose_value=False, callback=_remember_inventory,
+    "--inventory", "-i", type=InputFile(), expose_value=False, callback=_remember_inventory,
     help="Ansible-format inventory of racks (also accepted before the command; default: $OPSCTL_INVENTORY, "
          "else the built-in simulated racks).")
 

@@ -23,7 +23,7 @@ from io import BufferedReader
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut
+from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, MAX_TRAY_STDERR_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut
 from opsctl.runs.atomic_file import write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class LocalTransport:
     def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:
         # A file beside the run's other files: the record of what the trays were told.
         path = self.workdir / "sim-spec.json"
-        if not path.exists() or path.read_bytes() != spec_json:
+        if not path.is_file() or path.read_bytes() != spec_json:  # a FIFO there: the writer refuses it, never a blocked read
             write_bytes_atomic(path, spec_json)
         return ["--sim-spec", str(path)], None
 
@@ -60,35 +60,53 @@ class LocalTransport:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        stdout, stderr = _Drain(process.stdout), _Drain(process.stderr)
+        stdout = _Drain(process.stdout, limit=MAX_TRAY_OUTPUT_BYTES)
+        stderr = _Drain(process.stderr, tail=MAX_TRAY_STDERR_BYTES)
         if stdin:
             threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True, name=f"stdin-{tray.name}").start()
         try:
             while not _ended(process, stdout, stderr):
+                if stdout.overflowed:
+                    _stop(process)
+                    raise TrayOutputTooLarge(MAX_TRAY_OUTPUT_BYTES)
                 if stop.is_set():
                     _stop(process)
                     raise Interrupted("stopped by the user")
                 if time.monotonic() >= deadline:
                     _stop(process)
                     raise TrayTimedOut(f"probe ran past its {timeout_s:g} s run timeout and was stopped")
+            if stdout.overflowed:  # it ended (its pipe closed on it) past the cap
+                raise TrayOutputTooLarge(MAX_TRAY_OUTPUT_BYTES)
             return Completed(process.returncode, stdout.data(), stderr.data())
         finally:
             _close(process.stdin)  # the probe has ended, or was stopped: nothing left to hang up on
 
 
 class _Drain:
-    """Read a pipe to its end in a thread."""
+    """Read a pipe to its end in a thread, holding a bounded amount: past `limit` bytes it stops
+    reading, drops what it read and says `overflowed` (the pipe closes on the writer); with `tail`,
+    it keeps reading but holds only the last `tail` bytes."""
 
-    def __init__(self, pipe: IO[bytes] | None) -> None:
+    def __init__(self, pipe: IO[bytes] | None, limit: int | None = None, tail: int | None = None) -> None:
         self.pipe = cast(BufferedReader, pipe)  # Popen(stdout=PIPE) gives a buffered reader: it has read1
+        self.limit, self.tail = limit, tail
         self.chunks: list[bytes] = []
+        self.overflowed = False
         self.thread = threading.Thread(target=self._read, daemon=True, name="probe-output")
         self.thread.start()
 
     def _read(self) -> None:
+        held = 0
         with self.pipe:
             while chunk := self.pipe.read1(READ_BYTES):
                 self.chunks.append(chunk)
+                held += len(chunk)
+                if self.limit is not None and held > self.limit:
+                    self.chunks, self.overflowed = [], True
+                    return
+                if self.tail is not None and held > 2 * self.tail:
+                    self.chunks = [b"".join(self.chunks)[-self.tail:]]
+                    held = self.tail
 
     def data(self) -> bytes:
         self.thread.join()

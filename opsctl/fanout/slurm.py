@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from opsctl.errors import OpsctlError
 from opsctl.fanout.local import _close, _Drain, _ended, _feed, _stop
 from opsctl.fanout.ssh import SshTransport
-from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
+from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut, TrayUnreachable
 from opsctl.slurm import scontrol
 
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ class _Job:
         self.failure: str | None = None  # why the job as a whole gave no result
         self.interrupted = False
         self.timed_out: str | None = None
+        self.too_large = 0  # the cap the job's output went past (0: within it)
 
 
 class SlurmTransport:
@@ -154,6 +155,8 @@ class SlurmTransport:
             raise Interrupted("stopped by the user (the Slurm job was cancelled)")
         if job.timed_out:
             raise TrayTimedOut(job.timed_out)
+        if job.too_large:
+            raise TrayOutputTooLarge(job.too_large)
         if tray.name in job.outcomes:
             code, stdout, stderr = job.outcomes[tray.name]
             if code is not None:
@@ -195,11 +198,18 @@ class SlurmTransport:
         deadline = time.monotonic() + timeout_s
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    start_new_session=True)  # Ctrl-C reaches opsctl, which cancels the job
-        stdout, stderr = _Drain(process.stdout), _Drain(process.stderr)
+        # Every task's output comes through this one srun: the cap is each tray's, times the trays.
+        limit = MAX_TRAY_OUTPUT_BYTES * len(ready)
+        stdout = _Drain(process.stdout, limit=limit)
+        stderr = _Drain(process.stderr, limit=limit)
         if stdin:
             threading.Thread(target=_feed, args=(process.stdin, stdin), daemon=True, name="slurm-stdin").start()
         try:
             while not _ended(process, stdout, stderr):
+                if stdout.overflowed or stderr.overflowed:
+                    _stop(process)
+                    job.too_large = limit
+                    return
                 if stop.is_set():
                     _stop(process)
                     job.interrupted = True
@@ -210,6 +220,9 @@ class SlurmTransport:
                     return
         finally:
             _close(process.stdin)
+        if stdout.overflowed or stderr.overflowed:
+            job.too_large = limit
+            return
         out, err = stdout.data().decode("utf-8", "replace"), stderr.data().decode("utf-8", "replace")
         job.outcomes = task_outcomes(out, err)
         said = [line.strip() for line in split_by_task(err).get(None, []) if line.strip()]

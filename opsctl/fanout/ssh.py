@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 import paramiko
 
 from opsctl.errors import InputError
-from opsctl.fanout.transport import Completed, Interrupted, TrayTimedOut, TrayUnreachable
+from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, MAX_TRAY_STDERR_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut, TrayUnreachable
+from opsctl.regular_files import check_replaceable
 
 if TYPE_CHECKING:
     from opsctl.inventory import Tray
@@ -76,6 +77,7 @@ class SshTransport:
     def __init__(self, known_hosts: str | None = None, accept_new_host_keys: bool = False,
                  connect_timeout_s: float = 10.0) -> None:
         self.known_hosts = Path(os.path.expanduser(known_hosts or DEFAULT_KNOWN_HOSTS))
+        check_replaceable(self.known_hosts, "reads and appends to known_hosts only as a regular file")  # a FIFO would hang every tray's connect
         self.accept_new_host_keys = accept_new_host_keys
         self.connect_timeout_s = connect_timeout_s
         self._known_hosts_lock = threading.Lock()
@@ -181,8 +183,12 @@ def _collect(channel: paramiko.Channel, deadline: float, timeout_s: float, stop:
     while True:
         while channel.recv_ready():
             stdout += channel.recv(READ_BYTES)
+            if len(stdout) > MAX_TRAY_OUTPUT_BYTES:  # the caller closes the session: the probe hangs up
+                raise TrayOutputTooLarge(MAX_TRAY_OUTPUT_BYTES)
         while channel.recv_stderr_ready():
             stderr += channel.recv_stderr(READ_BYTES)
+            if len(stderr) > 2 * MAX_TRAY_STDERR_BYTES:  # its last MiB says why, if anything does
+                del stderr[:-MAX_TRAY_STDERR_BYTES]
         if channel.exit_status_ready() and channel.eof_received and not channel.recv_ready() and not channel.recv_stderr_ready():
             return Completed(channel.recv_exit_status(), bytes(stdout), bytes(stderr))
         if channel.closed and not channel.recv_ready() and not channel.recv_stderr_ready():

@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 
 STOP_ON_HANGUP = "--stop-on-stdin-eof"  # the probe's option: stop when stdin closes (probes/hangup.py)
 
+# A probe prints one JSON document: ~0.4 MB for a GB200 compute tray, whatever the duration. More
+# than this is a probe gone wrong (printing without end), and reading on would grow opsctl's memory
+# with it; the tray is stopped and incomplete. Stderr keeps its last MiB: its last line is the
+# reason a probe gives, and a probe may say a lot before it.
+MAX_TRAY_OUTPUT_BYTES = 64 * 2**20
+MAX_TRAY_STDERR_BYTES = 2**20
+
 
 @dataclass(frozen=True)
 class Completed:
@@ -48,6 +55,14 @@ class TrayTimedOut(TransportError):
 
 class Interrupted(TransportError):
     """The user stopped the run (Ctrl-C) while this tray was working."""
+
+
+class TrayOutputTooLarge(TransportError):
+    """The command printed more than its cap on stdout and was stopped."""
+
+    def __init__(self, limit: int = MAX_TRAY_OUTPUT_BYTES) -> None:
+        super().__init__(f"probe printed more than {limit // 2**20} MiB on stdout (the cap on a tray's output) "
+                         "and was stopped")
 
 
 class Transport(Protocol):

@@ -26,9 +26,11 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 from urllib.parse import quote
 
 from opsctl.errors import IncompleteError, InputError
+from opsctl.regular_files import refuse_special_file
 
 DB_ENV = "OPSCTL_DB"
 BUSY_TIMEOUT_MS = 30_000
@@ -47,24 +49,50 @@ def ledger_url(option: str | None = None) -> str:
     return option or os.environ.get(DB_ENV) or f"sqlite:///{default_db_path()}"
 
 
-# libpq takes a password in the URL's userinfo, as a query parameter (…?password=S) and in its
-# keyword form (host=h password=S); a keyword value may be quoted ('a b').
-_PASSWORD_PARAMETER = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)", re.IGNORECASE)
-_USERINFO_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^/?#@:\s\"]*):[^/?#\s\"]*@", re.IGNORECASE)
+# libpq takes a secret in the URL's userinfo (postgresql://u:S@h/db; it ends the userinfo at the
+# first '@' before the path, so a '?' or a space may be in S), as a query parameter (?password=S,
+# ?sslpassword=S — the passphrase of the client certificate's key) and in its keyword form
+# (host=h password=S sslpassword='a b'). It percent-decodes a query's keys (pass%77ord is password).
+# So: the whole userinfo after its ':' is masked, and every parameter whose key, decoded, ends in
+# "password"; a query parameter's value ends at '&', a keyword's at white space.
+_USERINFO_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^/?#@:\s\"]*):[^/\n\"]*@", re.IGNORECASE)
+_PARAMETER = re.compile(r"(?<![\w%.-])([\w%.-]+)\s*=\s*('(?:[^'\\]|\\.)*'|[^&\s]*)")
+_REST_OF_WORD = re.compile(r"\S*")
+
+
+def _secret_parameters(url: str) -> list[tuple[int, int, int, bool]]:
+    """(start of the key, start of the value, end of the value, in a URL's query) of every
+    parameter of `url` that holds a password, in order."""
+    found = []
+    for match in _PARAMETER.finditer(url):
+        if not unquote(match.group(1)).lower().endswith("password"):
+            continue
+        in_query = match.start() > 0 and url[match.start() - 1] in "?&"
+        end = match.end()
+        if not in_query:  # a keyword's value ends at white space only ('password=a&b')
+            end = _REST_OF_WORD.match(url, end).end()  # type: ignore[union-attr]  # \S* always matches
+        found.append((match.start(), match.start(2), end, in_query))
+    return found
 
 
 def redacted(url: str, mask: str = "***") -> str:
-    """The URL with its password, in whichever form it is given, replaced by `mask`: fit to print."""
+    """The URL with its passwords, in whichever form each is given, replaced by `mask`: fit to print."""
     url = _USERINFO_PASSWORD.sub(lambda m: f"{m.group(1)}:{mask}@", url, count=1)
-    return _PASSWORD_PARAMETER.sub(lambda m: m.group(1) + mask, url)
+    for _, value, end, _ in reversed(_secret_parameters(url)):
+        url = url[:value] + mask + url[end:]
+    return url
 
 
 def without_password(url: str) -> str:
     """The URL with no password at all: what a hint may print for the user to paste, the
     password then coming from PGPASSWORD or ~/.pgpass as libpq reads them."""
     url = _USERINFO_PASSWORD.sub(lambda m: f"{m.group(1)}@", url, count=1)
-    url = re.sub(r"([?&])password=[^&]*(&|$)", lambda m: m.group(1) if m.group(2) else "", url, flags=re.IGNORECASE)
-    url = re.sub(r"\s*\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S*)", "", url, flags=re.IGNORECASE)
+    for key, _, end, in_query in reversed(_secret_parameters(url)):
+        if in_query:  # '?a=1&password=S&b=2' -> '?a=1&b=2'
+            end += url[end:end + 1] == "&"
+        else:  # 'host=h password=S dbname=l' -> 'host=h dbname=l'
+            key = len(url[:key].rstrip())
+        url = url[:key] + url[end:]
     return url.rstrip("?&")
 
 
@@ -126,6 +154,7 @@ class SqliteDatabase:
         a folder that does not exist is more likely a typo than a wish for a new folder."""
         self.url = url
         self.path = Path(path).expanduser()
+        refuse_special_file(self.path, "keeps a ledger only in a regular file (check --db)")  # not SQLite's I/O error
         created = False
         try:
             if read_only:
@@ -297,7 +326,7 @@ def check_url(url: str) -> str:
     if scheme == "sqlite":
         path = sqlite_path(url)
         if not path.strip("/"):
-            raise InputError(f"ledger URL {url!r} names no file (sqlite:///path/to/ledger.sqlite)")
+            raise InputError(f"ledger URL {redacted(url)!r} names no file (sqlite:///path/to/ledger.sqlite)")
         return scheme
     if scheme:
         raise InputError(f"ledger URL {redacted(url)!r}: unsupported scheme {scheme!r} (sqlite:///FILE or postgresql://…)")

@@ -31,6 +31,7 @@ from opsctl.input_checks import check_depth, kind_of, shown
 from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
 from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, Record, content_key
 from opsctl.ledger.timestamps import stored, utc_now
+from opsctl.regular_files import read_regular_text
 from opsctl.runs.atomic_file import write_bytes_atomic
 from opsctl.yaml_input import parse_json
 
@@ -121,12 +122,7 @@ def _csv_cell(column: str, value: Any) -> Any:
 
 # --- reading files -------------------------------------------------------------------------
 def _read_text(path: FilePath) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    return read_regular_text(path)  # a FIFO or /dev/zero: refused in one line, within the cap
 
 
 def _json_line(text: str, table: str, index: int) -> int | None:

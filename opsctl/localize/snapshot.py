@@ -44,6 +44,7 @@ from opsctl.errors import InputError
 from opsctl.input_checks import MAX_COUNTER, check_depth, shown
 from opsctl.localize.evidence import COUNTERS, recorded_gpu_xids
 from opsctl.rack_models import MODELS, RackModel
+from opsctl.regular_files import read_regular_text
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml
 
 if TYPE_CHECKING:  # the schema imports msgspec: only when a snapshot is read
@@ -102,15 +103,7 @@ def read_snapshot_file(path: str | Path) -> list[Any]:
 
 def _load(path: str | Path) -> Any:
     # JSON is the format; a large fleet file parses an order of magnitude faster with json.
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    text = read_regular_text(path)  # a FIFO or /dev/zero: refused in one line, within the cap
     try:
         return check_depth(json.loads(text, parse_constant=_not_a_number), path)
     except json.JSONDecodeError:

@@ -12,6 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from opsctl.errors import InputError
+from opsctl.regular_files import read_regular_text
+
 PLATFORM_KEYS = ("chassis_serial", "slot", "tray_index", "host_id", "module_id")
 
 
@@ -50,7 +53,7 @@ def _read(run_path: str | Path, name: str | None) -> dict[str, Any]:
     if not name:
         return {}
     try:
-        document = json.loads((Path(run_path) / name).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        document = json.loads(read_regular_text(Path(run_path) / name))
+    except (InputError, ValueError):  # not there, not a regular file, not JSON
         return {}
     return document if isinstance(document, dict) else {}

@@ -4,6 +4,10 @@ Write to a temporary file in the same folder, flush it to disk, then rename it o
 target (a rename within one file system is atomic on POSIX). The temporary file is created
 as open() creates a file — mode 0666 less the umask — not 0600 as tempfile.mkstemp makes it:
 a run's reports are for the vendor and CI to read, and the rename keeps the mode.
+
+The rename replaces whatever the path names, so a path that names anything but a regular file
+(a device such as /dev/null, a FIFO, a socket, a folder, or a link to one) is refused first:
+renaming over /dev/null would replace the device for the whole machine (opsctl/regular_files.py).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from opsctl.errors import IncompleteError
+from opsctl.regular_files import check_replaceable
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -36,6 +41,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, make_folders: bool = True)
     """Replace `path` with `data`; `make_folders=False` when a missing folder is the caller's
     mistake (a typo in `-o`) rather than a folder of ours to make."""
     path = Path(path)
+    check_replaceable(path)
     if make_folders:
         path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = _create_temporary(path)

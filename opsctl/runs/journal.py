@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from opsctl.regular_files import read_regular_bytes, refuse_special_file
 from opsctl.runs.atomic_file import raise_if_disk_full
 
 
@@ -29,9 +31,12 @@ class Journal:
     def record(self, event: str, **fields: Any) -> None:
         line = json.dumps({"time": utc_now(), "event": event, **fields}, default=str) + "\n"
         with self._lock:
-            descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o644)
             try:
-                size = os.fstat(descriptor).st_size
+                status = os.fstat(descriptor)
+                if not stat.S_ISREG(status.st_mode):  # a FIFO put in a run folder would take the run's events and block
+                    refuse_special_file(self.path, "keeps a run's journal only in a regular file", status.st_mode)
+                size = status.st_size
                 if size and os.pread(descriptor, 1, size - 1) != b"\n":
                     line = "\n" + line  # end the line a crash cut short, or it would swallow this one
                 _write_all(descriptor, line.encode(), self.path)
@@ -43,7 +48,7 @@ class Journal:
         if not self.path.exists():
             return []
         entries: list[dict[str, Any]] = []
-        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in read_regular_bytes(self.path).decode("utf-8", "replace").splitlines():
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
+from opsctl.regular_files import read_regular_text
 from opsctl.runs.atomic_file import write_bytes_atomic, write_json_atomic
 from opsctl.runs.journal import Journal
 from opsctl.runs.run_lock import RunLock
@@ -100,7 +101,7 @@ class RunDirectory:
     @property
     def meta(self) -> dict[str, Any]:
         try:
-            return json.loads((self.path / RUN_FILE).read_text())
+            return json.loads(read_regular_text(self.path / RUN_FILE))
         except (OSError, json.JSONDecodeError) as error:
             raise InputError(f"{self.path / RUN_FILE}: cannot read: {error}") from None
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from opsctl.errors import InputError
 from opsctl.tco.derivation import Given
 from opsctl.tco.skus import SKUS, Sku
-from opsctl.yaml_input import load_yaml_file, require_mapping
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
 
 if TYPE_CHECKING:  # the schema imports msgspec: only when a scenario is read, not for `opsctl --help`
     from opsctl.tco.scenario_schema import Capex, Opex, Range, ReliabilityBlock
@@ -101,7 +101,7 @@ class Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
-    return scenario_from_data(load_yaml_file(path), str(path))
+    return scenario_from_data(load_yaml_file(path, MAX_WRITTEN_BYTES), str(path))
 
 
 def scenario_from_data(data: Any, source: str) -> Scenario:

@@ -60,14 +60,19 @@ def _nulls(row: dict[str, Any]) -> dict[str, Any]:
     return {key: (None if isinstance(value, float) and not math.isfinite(value) else value) for key, value in row.items()}
 
 
+def output_paths(folder: Path, stem: str) -> dict[str, Path]:
+    """The files write_files writes, by kind."""
+    return {"csv": folder / f"{stem}-sensitivity.csv", "json": folder / f"{stem}-sensitivity.json",
+            "png": folder / f"{stem}-tornado.png"}
+
+
 def write_files(result: dict[str, Any], folder: Path, stem: str) -> dict[str, Path]:
     """stem-sensitivity.csv, .json and stem-tornado.png in `folder`, each written atomically."""
     csv_text = io.StringIO()
     writer = csv.DictWriter(csv_text, fieldnames=COLUMNS)
     writer.writeheader()
     writer.writerows(result["inputs"])
-    paths = {"csv": folder / f"{stem}-sensitivity.csv", "json": folder / f"{stem}-sensitivity.json",
-             "png": folder / f"{stem}-tornado.png"}
+    paths = output_paths(folder, stem)
     write_bytes_atomic(paths["csv"], csv_text.getvalue().encode(), make_folders=False)
     write_json_atomic(paths["json"], result, make_folders=False)
     write_bytes_atomic(paths["png"], tornado_png(result), make_folders=False)

@@ -20,7 +20,7 @@ from typing import Any
 from opsctl.errors import InputError
 from opsctl.tco import distributions
 from opsctl.tco.scenario import Scenario, scenario_from_data
-from opsctl.yaml_input import load_yaml_file, require_mapping
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
 
 KeyPath = tuple[str | int, ...]  # keys and list indexes from the top of the scenario
 
@@ -80,7 +80,7 @@ class UncertainScenario:
 
 
 def load_uncertain(path: str | os.PathLike[str]) -> UncertainScenario:
-    return UncertainScenario(load_yaml_file(Path(path)), str(path))
+    return UncertainScenario(load_yaml_file(Path(path), MAX_WRITTEN_BYTES), str(path))
 
 
 def _ranges(data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, dict[str, Any]]]:

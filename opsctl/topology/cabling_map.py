@@ -13,11 +13,15 @@ columns name the finer parts on the path (see docs/topology.md):
 from __future__ import annotations
 
 import csv
+import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from opsctl.errors import InputError
 from opsctl.rack_models import NAME_PATTERN, RackModel
+from opsctl.regular_files import read_regular_text
+from opsctl.yaml_input import MAX_WRITTEN_BYTES
 
 REQUIRED = ("tray", "gpu", "port", "switch_chip", "switch_port")
 OPTIONAL = ("tray_connector", "cartridge", "switch_connector", "cables", "board")
@@ -57,8 +61,11 @@ def _name(value: str | None, column: str, source: str, line: int) -> str:
 def load_cabling_map(path: str | Path, model: RackModel) -> list[CablingRow]:
     """Read and check a cabling map for `model`: every GPU port of the model exactly once."""
     source = str(path)
+    if not os.path.lexists(path):
+        raise InputError(f"{source}: no such cabling map")
+    text = read_regular_text(path, MAX_WRITTEN_BYTES)  # a FIFO or /dev/zero: refused in one line
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with io.StringIO(text, newline="") as f:
             reader = csv.DictReader(f)
             columns = reader.fieldnames or []
             missing = [c for c in REQUIRED if c not in columns]

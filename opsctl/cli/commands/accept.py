@@ -17,6 +17,7 @@ from opsctl.acceptance.criteria import load_criteria
 from opsctl.burnin.session import make_plan
 from opsctl.cli.commands.burnin import reject_with_resume, rack_run_options, run_rack_command
 from opsctl.input_checks import seconds
+from opsctl.regular_files import InputFile
 from opsctl.runs import RunDirectory
 from opsctl.runs.trial import trial_fields
 
@@ -30,7 +31,7 @@ NOT_RECORDED = ("opsctl: note: a trial acceptance ({used:g} s of load per tray, 
 
 @click.command("accept")
 @rack_run_options
-@click.option("--criteria", "criteria_file", type=click.Path(dir_okay=False),
+@click.option("--criteria", "criteria_file", type=InputFile(),
               help="Acceptance criteria YAML (default: opsctl's, opsctl/data/criteria/default.yaml).")
 @click.option("--duration", type=seconds(),
               help="A trial: seconds of load on each tray instead of the criteria's duration_s. The reports say "

@@ -25,6 +25,7 @@ from opsctl.fanout.options import reach_options
 from opsctl.input_checks import seconds
 from opsctl.inventory import load_inventory
 from opsctl.ledger import record_burnin
+from opsctl.regular_files import OutputFolder
 from opsctl.reports import print_summary
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def rack_run_options(command: FC) -> FC:
     for option in reversed([
         click.argument("rack", required=False),
         inventory_option,
-        click.option("--out", type=click.Path(file_okay=False), help="Run folder (default: a new one under "
+        click.option("--out", type=OutputFolder(), help="Run folder (default: a new one under "
                      "$XDG_STATE_HOME/opsctl/runs, else ~/.local/state/opsctl/runs)."),
         click.option("--resume", metavar="RUN", help="Finish an earlier run (its folder or name): only trays without a result run again."),
         json_option,

@@ -25,8 +25,9 @@ from opsctl.backend import sim_spec_for, topology_for, tray_nvml_for
 from opsctl.cli.context import inventory_from, inventory_option, rack_from
 from opsctl.cli.output import json_option, print_json
 from opsctl.errors import InputError
-from opsctl.runs.atomic_file import write_bytes_atomic
 from opsctl.input_checks import seconds
+from opsctl.regular_files import InputFile, OutputFolder, check_replaceable
+from opsctl.runs.atomic_file import write_bytes_atomic
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 @click.option("--port", type=click.IntRange(0, 65535), default=9400, show_default=True, help="Port; 0 takes a free one (printed at start).")
 @click.option("--interval", type=seconds(0.1, min_open=False), default=10.0, show_default=True, help="Seconds between two reads of a GPU.")
 @click.option("--stale-after", type=seconds(0.1, min_open=False), help="A GPU whose latest reading is older is shown stale, not up [default: 3 × interval].")
-@click.option("--burnin-result", type=click.Path(), help="The tray probe's run document, or a directory of them (docs/probe-output.md).")
+@click.option("--burnin-result", type=InputFile(dir_okay=True), help="The tray probe's run document, or a directory of them (docs/probe-output.md).")
 @json_option
 @click.pass_context
 def command(ctx: click.Context, rack: str | None, tray: str | None, listen: str, port: int, interval: float,
@@ -90,15 +91,18 @@ def command(ctx: click.Context, rack: str | None, tray: str | None, listen: str,
 
 
 @command.command("rules")
-@click.option("-o", "--output", "directory", required=True, type=click.Path(file_okay=False), help="Directory to write the rule files into.")
+@click.option("-o", "--output", "directory", required=True, type=OutputFolder(), help="Directory to write the rule files into.")
 @click.option("--runbook-base", help="Where runbooks/ lives for your operators, e.g. https://git.example.com/ops/opsctl/blob/main.")
 @json_option
 def rules(directory: str, runbook_base: str | None, as_json: bool) -> None:
     """Write the alert rule files, with runbook links under --runbook-base."""
     written: list[Path] = []
+    texts = rule_file_texts(runbook_base)
+    for name, _ in texts:  # a device or a FIFO named like a rule file: refused before any is written
+        check_replaceable(Path(directory) / name)
     try:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        for name, text in rule_file_texts(runbook_base):  # each replaced whole, or left as it was
+        for name, text in texts:  # each replaced whole, or left as it was
             write_bytes_atomic(Path(directory) / name, text.encode("utf-8"), make_folders=False)
             written.append(Path(directory) / name)
     except OSError as error:

@@ -14,6 +14,7 @@ from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
 from opsctl.fleet.trays import chosen_racks, tray_table
 from opsctl.input_checks import seconds
+from opsctl.regular_files import InputFile, OutputFolder
 
 racks_option = click.option("--racks", default="all", show_default=True,
                             help="Comma-separated racks of the inventory, or all.")
@@ -46,7 +47,7 @@ def trays(ctx: click.Context, racks: str, as_json: bool) -> None:
 
 @command.command("plan")
 @inventory_option
-@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.argument("run_dir", type=OutputFolder())
 @racks_option
 @click.option("--kind", type=click.Choice(["burnin", "accept"]), default="burnin", show_default=True,
               help="Judge as `opsctl burnin` or as `opsctl accept`.")
@@ -54,7 +55,7 @@ def trays(ctx: click.Context, racks: str, as_json: bool) -> None:
               help="Seconds of load on each tray (default: burnin's 20, or the acceptance criteria's).")
 @click.option("--run-timeout", type=seconds(1, min_open=False),
               help="Seconds before a tray's probe is given up as incomplete (default: as burnin and accept).")
-@click.option("--criteria", "criteria_file", type=click.Path(dir_okay=False),
+@click.option("--criteria", "criteria_file", type=InputFile(),
               help="Acceptance criteria YAML, with --kind accept (default: opsctl's).")
 @json_option
 @click.pass_context

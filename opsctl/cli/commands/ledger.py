@@ -20,6 +20,7 @@ from opsctl.ledger import fleet_statistics, open_ledger, record_burnin, record_i
 from opsctl.ledger.recording import check_burnin_document, check_triage_document
 from opsctl.ledger.transfer import export_document, import_files, json_text, read_files, write_csv, write_text
 from opsctl.rack_models import MODELS
+from opsctl.regular_files import InputFile, OutputFile, check_folder, check_replaceable
 from opsctl.yaml_input import load_yaml_file
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def command() -> None:
 
 
 @command.command("record-burnin")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=InputFile(dir_okay=True))
 @click.option("--kind", type=click.Choice(["burnin", "accept"]), help="Burn-in or acceptance (default: the document says, else burnin).")
 @click.option("--at", type=TIME, help="When it finished (default: the document's time, else now).")
 @db_option
@@ -74,7 +75,7 @@ def record_burnin_command(ctx: click.Context, paths: tuple[str, ...], kind: str 
 
 
 @command.command("record-triage")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=InputFile())
 @click.option("--at", type=TIME, help="When the triage ran (default: the document's time, else now).")
 @db_option
 @json_option
@@ -168,7 +169,7 @@ def incident_command(ctx: click.Context, part: str, at: datetime | None, note: s
 @click.option("--infant-weeks", type=click.IntRange(min=1, max=520), default=4, show_default=True,
               help="Failures this soon after handover count as infant mortality.")
 @click.option("--confidence", type=FiniteFloat(0.5, 0.999), default=0.95, show_default=True)
-@click.option("--plot", type=click.Path(dir_okay=False), help="Write a PNG of failures per month by part kind.")
+@click.option("--plot", type=OutputFile(), help="Write a PNG of failures per month by part kind.")
 @db_option
 @json_option
 def stats_command(since: datetime | None, until: datetime | None, racks: tuple[str, ...], infant_weeks: int,
@@ -278,6 +279,8 @@ def export_command(fmt: str, output: str | None, db: str | None) -> None:
     """Export the whole ledger, to back it up or to bring it into another ledger."""
     if fmt == "csv" and not output:
         raise click.UsageError("--format csv needs -o DIRECTORY (one CSV per table)")
+    if output:  # a device, a FIFO or a folder where a file goes: refused before the ledger is read
+        check_folder(output) if fmt == "csv" else check_replaceable(output)
     with open_ledger(db, read_only=True) as ledger:
         document = export_document(ledger)
     if fmt == "csv":
@@ -293,7 +296,7 @@ def export_command(fmt: str, output: str | None, db: str | None) -> None:
 
 
 @command.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=InputFile(dir_okay=True))
 @click.option("--table", type=click.Choice(["racks", "runs", "triages", "incidents", "repairs"]),
               help="The table of CSV files not named after one.")
 @db_option

@@ -14,9 +14,10 @@ from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize import localize_files
 from opsctl.localize.render import render_summary
 from opsctl.mttr import load_mttr_model
+from opsctl.regular_files import InputFile
 
 mttr_config_option = click.option(
-    "--mttr-config", type=click.Path(dir_okay=False),
+    "--mttr-config", type=InputFile(),
     help="Repair model to lay over opsctl/data/mttr.yaml (default: $OPSCTL_MTTR_CONFIG).")
 
 
@@ -38,7 +39,7 @@ def inventory_racks(ctx: click.Context) -> dict[str, tuple[str, Path | None]]:
 
 @click.command("localize")
 @inventory_option
-@click.argument("snapshots", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("snapshots", nargs=-1, required=True, type=InputFile())
 @json_option
 @mttr_config_option
 @click.pass_context

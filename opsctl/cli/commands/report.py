@@ -22,6 +22,7 @@ from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.fleet.judge import SUMMARY_FILE, judge_fleet, judge_rack_run, run_kind_of
 from opsctl.ledger import record_burnin
+from opsctl.regular_files import OutputFolder, read_regular_text
 from opsctl.reports.formatting import fails_when, reading
 from opsctl.reports.terminal import STYLE, print_summary
 from opsctl.runs.trial import trial_of
@@ -33,7 +34,7 @@ CHECKS_SHOWN_PER_RACK = 5  # the rest are in the rack's report.html
 
 
 @click.command("report")
-@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.argument("run_dir", type=OutputFolder())
 @recording_options
 @json_option
 @click.pass_context
@@ -62,7 +63,7 @@ def command(ctx: click.Context, run_dir: str, record: bool, db: str | None, as_j
     if record:
         for rack in fleet["racks"]:
             summary_file = Path(rack["files"]["summary"])
-            record_run(ctx, json.loads(summary_file.read_text()), db, summary_file.parent)
+            record_run(ctx, json.loads(read_regular_text(summary_file)), db, summary_file.parent)
     ctx.exit(fleet["exit_code"])
 
 

@@ -14,10 +14,11 @@ from opsctl.cli.commands.snapshot import write_atomically
 from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import InputError
+from opsctl.regular_files import OutputFile
 
 if TYPE_CHECKING:
-    from opsctl.inventory import Rack
     from opsctl.backend import RackSpec
+    from opsctl.inventory import Rack
 
 
 def _sim_rack(ctx: click.Context, name: str) -> tuple[Rack, RackSpec]:
@@ -83,7 +84,7 @@ def faults(ctx: click.Context, rack: str, as_json: bool) -> None:
 
 @command.command("spec")
 @rack_argument
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
+@click.option("-o", "--output", type=OutputFile(writable=True), help="Write here instead of stdout.")
 @click.pass_context
 def spec(ctx: click.Context, rack: str, output: str | None) -> None:
     """Write the compiled simulator spec (what `python -m probes --sim-spec` reads on a tray)."""

@@ -18,6 +18,7 @@ from opsctl.errors import EXIT_INCOMPLETE, EXIT_OK, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
 from opsctl.input_checks import MAX_CONCURRENCY, seconds
 from opsctl.localize.snapshot import TRAY_UNREAD, assemble_snapshot
+from opsctl.regular_files import OutputFile
 from opsctl.runs.atomic_file import write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def unanswered(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
 
 @click.command("snapshot")
 @rack_argument
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OutputFile(),
               help="Where to write the snapshot (JSON); - for stdout.")
 @fanout_options
 @json_option

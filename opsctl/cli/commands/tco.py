@@ -19,19 +19,20 @@ from opsctl.input_checks import FiniteFloat
 from opsctl.ledger.fleet_stats import reliability_inputs
 from opsctl.ledger.store import open_ledger
 from opsctl.mttr import load_mttr_model
+from opsctl.regular_files import InputFile, OutputFolder, check_replaceable
 from opsctl.tco import monte_carlo
 from opsctl.tco.compare import ROWS, cell, compare, with_paired_edges
 from opsctl.tco.from_ledger import ledger_repairs, with_measured_reliability
-from opsctl.tco.sensitivity import sensitivity, write_files
+from opsctl.tco.sensitivity import output_paths, sensitivity, write_files
 from opsctl.tco.sweep import parse_vary, sweep, write_csv, write_png
 from opsctl.tco.uncertain import load_uncertain
 
 if TYPE_CHECKING:
     from click.decorators import FC
 
-scenario_argument = click.argument("scenario", type=click.Path(dir_okay=False))
+scenario_argument = click.argument("scenario", type=InputFile())
 mttr_option = click.option(
-    "--mttr-config", type=click.Path(dir_okay=False),
+    "--mttr-config", type=InputFile(),
     help="Repair-model overrides (default: $OPSCTL_MTTR_CONFIG, else the built-in model); repair times and "
          "blast radii of the failure classes come from it.")
 
@@ -154,7 +155,7 @@ def run(scenario: str, mttr_config: str | None, from_ledger: bool, since: dateti
 
 
 @command.command("compare")
-@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("scenarios", nargs=-1, required=True, type=InputFile())
 @mttr_option
 @_with(uncertainty_options)
 @json_option
@@ -222,12 +223,14 @@ def _edge_spread(edge: dict[str, Any]) -> str:
 def sweep_command(scenario: str, vary: str, out: str | None, mttr_config: str | None, as_json: bool) -> None:
     """Price a scenario across a range of one key: writes PREFIX.csv and a PNG plot PREFIX.png."""
     key, values = parse_vary(vary)
-    loaded = load_uncertain(scenario).point  # a range sweeps at its point figure
-    rows = sweep(loaded, key, values, load_mttr_model(mttr_config))
     prefix = Path(out) if out else Path(f"{Path(scenario).stem}-{key.replace('.', '-')}")
     if not prefix.parent.is_dir():
         raise InputError(f"--out {out}: no folder {prefix.parent}")
     csv_path, png_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".png")
+    for path in (csv_path, png_path):  # a device or a FIFO there: refused before any pricing
+        check_replaceable(path)
+    loaded = load_uncertain(scenario).point  # a range sweeps at its point figure
+    rows = sweep(loaded, key, values, load_mttr_model(mttr_config))
     with _writing(out or prefix):
         write_csv(rows, csv_path)
         write_png(rows, key, png_path, f"{loaded.name}: effective $/M tokens against {key}")
@@ -248,7 +251,7 @@ def sweep_command(scenario: str, vary: str, out: str | None, mttr_config: str | 
 
 @command.command("sensitivity")
 @scenario_argument
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "out", required=True, type=OutputFolder(),
               help="Folder for SCENARIO-tornado.png, SCENARIO-sensitivity.csv and .json (made if missing).")
 @mttr_option
 @level_option
@@ -258,6 +261,8 @@ def sensitivity_command(scenario: str, out: str, mttr_config: str | None, level:
     folder = Path(out)
     if not folder.parent.is_dir():
         raise InputError(f"--out {out}: no folder {folder.parent}")
+    for path in output_paths(folder, Path(scenario).stem).values():  # a device or a FIFO there: refused first
+        check_replaceable(path)
     result = sensitivity(load_uncertain(scenario), load_mttr_model(mttr_config), level)
     try:
         folder.mkdir(exist_ok=True)

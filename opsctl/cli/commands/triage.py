@@ -16,12 +16,13 @@ from opsctl.ledger import record_triage
 from opsctl.localize import localize
 from opsctl.localize.render import render_triage
 from opsctl.mttr import load_mttr_model
+from opsctl.regular_files import OutputFile
 
 
 @click.command("triage")
 @rack_argument
 @fanout_options
-@click.option("--save", "save", type=click.Path(dir_okay=False), help="Also keep the snapshot here (JSON), to localize again later.")
+@click.option("--save", "save", type=OutputFile(), help="Also keep the snapshot here (JSON), to localize again later.")
 @mttr_config_option
 @recording_options
 @click.option("--drain", is_flag=True, help="Drain in Slurm the nodes each faulty part's repair takes out of service "
