@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import assert_one_line_error
+from tests.conftest import REPO, assert_one_line_error
 from tests.test_snapshot_cli import sim_inventory
 
 SEEDED_FAULTS = {"rack07/ct05/gpu1/nvl07", "rack07/ct12/j2", "rack07/ct07/gpu0/nvl13"}
@@ -34,6 +34,10 @@ def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
     assert code == 1
     faults = [s for s in result["suspects"] if "alternative_to" not in s]
     assert {s["component"] for s in faults} == SEEDED_FAULTS | {PENDING_REMAP}
+    # docs/triage.md shows this triage: the same number of faults, each of them in its table.
+    doc = (REPO / "docs/triage.md").read_text()
+    assert f"rack07 (gb200-nvl72) — faulty: {len(faults)} fault(s) found" in doc
+    assert all(f" {s['component']} (" in doc for s in faults)
     for s in faults:
         assert s["score"] > 0.9 and s["action"] and s["mttr_hours"] > 0
         assert s["gpus_idled"] == (1 if s["component"] == PENDING_REMAP else 4)
