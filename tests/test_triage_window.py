@@ -56,3 +56,22 @@ def test_the_window_speaks_every_few_seconds_and_at_once_for_a_tray_not_read():
     assert lines[1] == "  ct02 not read: connection refused"
     assert any("s left; 0 answered, 2 reading, 1 not read (ct02)" in line for line in lines[2:])
     assert "the window is over: waiting for the last readings" in lines[-1]
+
+
+def test_localize_prints_each_alternative_under_the_suspect_it_would_replace():
+    from rich.console import Console
+
+    from opsctl.localize.render import render_summary
+
+    def suspect(part, score, **more):
+        return {"component": part, "score": score, "links": ["l"], "links_through": 18, "repair": "reseat_compute_tray",
+                "mttr_hours": 2.35, "gpus_idled": 4, "runbook": "runbooks/link.md", **more}
+
+    result = {"rack": "r", "model": "gb200-nvl72", "status": "faulty", "unread_trays": [], "suspects": [
+        suspect("r/ct12/j2", 1.0), suspect("r/ct05/gpu1/nvl07", 0.97), suspect("r/ct17/gpu1", 1.0),
+        suspect("r/ct05/j0", 0.02, alternative_to="r/ct05/gpu1/nvl07")]}
+    out = Console(width=120, record=True)
+    render_summary(result, out)
+    rows = [line.split()[0] if not line.strip().startswith("or ") else "or " + line.split()[1]
+            for line in out.export_text().splitlines() if " r/" in line]
+    assert rows == ["r/ct12/j2", "r/ct05/gpu1/nvl07", "or r/ct05/j0", "r/ct17/gpu1"]

@@ -34,13 +34,24 @@ def render_summary(result: dict[str, Any], out: Console) -> None:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
         for column, justify in SUMMARY_COLUMNS:
             table.add_column(column, justify=justify, no_wrap=True)
-        for s in result["suspects"]:
+        for s in under_their_suspect(result["suspects"]):
             name = s["component"] if "alternative_to" not in s else f"  or {s['component']}"
             style = None if "alternative_to" not in s else "dim"
             table.add_row(name, f"{s['score']:.2f}", f"{len(s['links'])}/{s['links_through']}", s.get("repair", "-"),
                           f"{s.get('mttr_hours', 0):g}", str(s.get("gpus_idled", "-")), s["runbook"] or "-", style=style)
         out.print(table)
     _render_unread(result, out)
+
+
+def under_their_suspect(suspects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The suspects in their order, each alternative right under the part it would replace (the
+    JSON lists them after every fault: printed so, "or …" read as the last fault's)."""
+    ordered = []
+    for s in suspects:
+        if "alternative_to" not in s:
+            ordered += [s, *(a for a in suspects if a.get("alternative_to") == s["component"])]
+    shown = {id(s) for s in ordered}
+    return ordered + [s for s in suspects if id(s) not in shown]  # an alternative to no listed fault stays last
 
 
 def render_triage(result: dict[str, Any], out: Console) -> None:
