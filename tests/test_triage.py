@@ -3,6 +3,7 @@ each fault with its repair, MTTR, blast radius and runbook — locally and over 
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -69,14 +70,31 @@ def test_triage_speaks_while_it_waits_names_its_xids_and_says_the_window_was_sho
     _, result, _, stderr = rack07_triage
     lines = stderr.splitlines()
     assert lines[0] == "rack07: reading 27 tray(s) over a 16 s window …"
-    assert "rack07: 5 s of 16, 11 s left; 0 answered, 27 reading" in lines
+    assert any(re.fullmatch(r"rack07: \d+ s of 16, \d+ s left; 0 answered, 27 reading", line) for line in lines), lines
     seen = {(x["gpu"], x["xid"]): x for x in result["xids"]["seen"]}
     flap = seen[("rack07/ct07/gpu0", 149)]
     assert flap["name"] == "NVLINK_NETIR_ERROR" and flap["meaning"] and flap["action"]
     assert ("rack07/ct17/gpu1", 63) in seen  # the pending remap's own XID
     warnings = result["window_warnings"]
-    assert warnings[0].startswith("a 16") and "run again with --window 60 (the default)" in warnings[0]
-    assert any(w.startswith("went down too few times for a rate: rack07/ct07/gpu0/nvl13 (1 drop in 16") for w in warnings)
+    # The window as measured on the trays: 16 s and what a busy machine adds.
+    assert re.match(r"a 1[6-9](\.\d)? s window sees only what happens within it", warnings[0]), warnings
+    assert "run again with --window 60 (the default)" in warnings[0]
+    assert any(w.startswith("went down too few times for a rate: rack07/ct07/gpu0/nvl13 (1 drop in 1") for w in warnings)
+
+
+@pytest.mark.slow
+def test_on_an_80_column_terminal_its_tables_wrap_and_never_cut_an_id(rack07_triage):
+    from rich.console import Console
+
+    from opsctl.localize.render import render_summary, render_triage
+
+    _, result, _, _ = rack07_triage
+    for render in (render_summary, render_triage):
+        out = Console(width=80, record=True, highlight=False)
+        render(result, out)
+        text = out.export_text()
+        assert "…" not in text and max(map(len, text.splitlines())) <= 80, text
+        assert all(s["component"] in text for s in result["suspects"])
 
 
 def test_triage_reads_well_for_a_person(opsctl, tmp_path):
