@@ -1,4 +1,4 @@
-"""`python -m probes run|snapshot|collective|imex`: the tray probe's command line (docs/probe-output.md).
+"""`python -m probes run|snapshot|collective|imex|preflight`: the tray probe's command line (docs/probe-output.md).
 
 Prints one JSON document (`--json`) or a short summary, and exits with opsctl's exit codes (README, Exit codes):
 0 every check passed, 1 a check failed, 2 bad usage or no NVML library, 3 incomplete.
@@ -91,6 +91,11 @@ def build_parser() -> OneLineParser:
     backend_options(collective)
     imex = commands.add_parser("imex", help="the IMEX service and channels a multi-tray NVLink job needs")
     backend_options(imex)
+    preflight = commands.add_parser("preflight", help="can this tray run these probes? (imports, PyTorch; no load)")
+    backend_options(preflight)
+    preflight.add_argument("--probes", type=probe_list, default=PROBES, metavar="LIST",
+                           help=f"comma-separated, of {','.join(PROBES)} (default: all)")
+    preflight.add_argument("--collective", action="store_true", help="and the rack-wide collective's needs")
     return parser
 
 
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> tuple[in
     """Run the command; returns (exit code, whether a probe thread was left hanging)."""
     args = build_parser().parse_args(argv)
     command = {"run": run_command, "snapshot": snapshot_command, "collective": collective_command,
-               "imex": imex_command}[args.command]
+               "imex": imex_command, "preflight": preflight_command}[args.command]
     stdin = stdin or sys.stdin
     if args.stop_on_stdin_eof:
         stdin = watch_for_hangup(stdin, spec_first=args.sim_spec == "-")
@@ -164,6 +169,29 @@ def imex_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
             raise BackendError(f"tray {args.tray} has no GPUs: IMEX runs on compute trays")
         document, code = imex_document(backend.tray, backend.kind, backend.imex())
         emit(document, args.as_json)
+        return code, False
+    finally:
+        backend.close()
+
+
+def preflight_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
+    from probes.preflight import preflight_document, unloadable_document
+
+    try:
+        backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    except ImportError as error:  # what the backend itself needs (numpy for the simulator, …)
+        document, code = unloadable_document(args.tray, args.backend, [*args.probes, *(["collective"] if args.collective else [])], error)
+        emit(document, args.as_json) if args.as_json else print(document["missing"][0]["reason"])
+        return code, False
+    try:
+        document, code = preflight_document(backend, args.probes, args.collective)
+        if args.as_json:
+            emit(document, True)
+        else:
+            for item in document["missing"]:
+                print(f"{item['probe']}: {item['reason']}")
+            print(f"preflight of tray {document['tray']}: " + ("ready" if not document["missing"] else
+                                                              f"{len(document['missing'])} thing(s) missing"))
         return code, False
     finally:
         backend.close()

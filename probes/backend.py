@@ -50,6 +50,10 @@ class TrayBackend:
     kernel_history: KernelHistory = field(
         default=lambda until: ([], "no kernel log on this backend"))
     imex: Callable[[], dict[str, Any]] | None = None  # the tray's IMEX service and channels (probes/imex.py)
+    # Why the load probes (GEMM, copies) cannot run on this tray, or None: what a preflight asks
+    # before any load (probes/preflight.py). The collective's own, likewise.
+    compute_missing: Callable[[], str | None] = field(default=lambda: None)
+    collective_missing: Callable[[], str | None] = field(default=lambda: None)
 
     def close(self) -> None:
         if self.nvml is not None:
@@ -110,7 +114,21 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     return TrayBackend("sim", tray, nvml, rack.clock,
                        open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)},
                        kernel_log=lambda since: rack.kernel_log(tray, since),
-                       kernel_history=lambda until: rack.kernel_history(tray, until), imex=lambda: rack.imex(tray))
+                       kernel_history=lambda until: rack.kernel_history(tray, until), imex=lambda: rack.imex(tray),
+                       compute_missing=lambda: _modules_missing(("numpy", "probes.compute.sim_device")),
+                       collective_missing=lambda: _modules_missing(("numpy", "probes.sim.collective", "probes.sim.exchange")))
+
+
+def _modules_missing(modules: tuple[str, ...]) -> str | None:
+    """Why one of `modules` cannot be imported here, or None."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # ImportError, or a module that breaks as it loads
+            return f"cannot import {module} ({type(error).__name__}: {error})"
+    return None
 
 
 # --- real GPUs ---------------------------------------------------------------------------------------
@@ -136,7 +154,35 @@ def _open_nvml(tray: str | None) -> TrayBackend:
     from probes.imex import read_host_imex
 
     return TrayBackend("nvml", tray, pynvml, WallClock(), open_devices=lambda: _cuda_devices(pynvml),
-                       kernel_log=read_kernel_log, kernel_history=read_kernel_history, imex=read_host_imex)
+                       kernel_log=read_kernel_log, kernel_history=read_kernel_history, imex=read_host_imex,
+                       compute_missing=torch_cuda_missing, collective_missing=nccl_missing)
+
+
+TORCH_INSTALL = "pip install 'opsctl[gpu]'"
+
+
+def torch_cuda_missing() -> str | None:
+    """Why PyTorch cannot run the load probes on this tray's GPUs, or None."""
+    try:
+        import torch
+    except ImportError as error:
+        return f"PyTorch cannot be imported ({error}); install it: {TORCH_INSTALL}"
+    if not torch.cuda.is_available():
+        return ("PyTorch sees no CUDA GPU (a CPU-only torch, or CUDA_VISIBLE_DEVICES empty); install a CUDA build: "
+                f"{TORCH_INSTALL}")
+    return None
+
+
+def nccl_missing() -> str | None:
+    """Why the rack-wide collective (torch.distributed over NCCL) cannot run here, or None."""
+    missing = torch_cuda_missing()
+    if missing:
+        return missing
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_nccl_available():
+        return f"this PyTorch has no NCCL (torch.distributed.is_nccl_available() is false); install a CUDA build: {TORCH_INSTALL}"
+    return None
 
 
 def _cuda_devices(nvml: NvmlLibrary) -> dict[int, ComputeDevice]:

@@ -58,6 +58,15 @@ def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_e
     assert values(samples, "opsctl_gpu_xid_events_total", xid=145) == [0] * 72
     assert value(samples, "opsctl_gpu_fabric_state", tray="ct01", gpu=0, state="completed") == 1
     assert set(values(samples, "opsctl_exporter_up")) == {1} and set(values(samples, "opsctl_tray_gpus_visible")) == {4}
+    # docs/fleet.md sizes a rack's series from this very scrape: its figures stay within 2% of it.
+    import re
+
+    served_all, served_ports = len(samples), sum(1 for (_, ls) in samples if "port" in dict(ls))
+    said = re.search(r"serves ([\d,]+),\s+([\d,]+) of them per NVLink port", (REPO / "docs/fleet.md").read_text())
+    assert said, "docs/fleet.md no longer says how many series a rack serves"
+    said_all, said_ports = (int(n.replace(",", "")) for n in said.groups())
+    assert abs(said_all - served_all) <= 0.02 * served_all, (said_all, served_all)
+    assert abs(said_ports - served_ports) <= 0.02 * served_ports, (said_ports, served_ports)
 
 
 @pytest.mark.slow

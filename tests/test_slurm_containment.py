@@ -122,12 +122,18 @@ def test_repair_close_resumes_the_part_s_node_after_a_passing_validation_and_no_
         assert opsctl("repair", "open", part, "--db", db).code == 0
         assert opsctl("drain", part, "--db", db).code == 0
     assert slurm.drained() == ["rack07-ct05", "rack07-ct12"]
-    # No validation yet: the repair closes, the node stays out.
+    # No validation yet: the resume is refused (incomplete: nothing has judged the repair), the node
+    # stays out, and nothing is recorded back in service — the repair stays open (issue 26).
     result = opsctl("repair", "close", "rack07/ct12/j2", "--resume", "--db", db)
-    assert result.code == 0 and "not resuming" in result.err
+    assert result.code == 3 and "not resuming rack07/ct12/j2's nodes: no complete burn-in" in result.err
+    assert "the repair stays open" in result.err
     assert slurm.drained() == ["rack07-ct05", "rack07-ct12"]
+    from opsctl.ledger import open_ledger
+
+    with open_ledger(db, read_only=True) as ledger:
+        (still,) = ledger.records("repairs", "part = :part", {"part": "rack07/ct12/j2"})
+        assert still["closed_at"] is None and still["back_in_service_at"] is None
     # The connector reseated: a burn-in of the rack no longer names it (ct05's cable still fails).
-    assert opsctl("repair", "open", "rack07/ct12/j2", "--db", db).code == 0
     fixed = inventory(tmp_path, without_fault("ct12/j2"))
     burnin = opsctl("burnin", "rack07", "--inventory", fixed, "--duration", "4", "--db", db, "--json")
     assert burnin.code == 1, burnin.err
@@ -135,8 +141,6 @@ def test_repair_close_resumes_the_part_s_node_after_a_passing_validation_and_no_
     result = opsctl("repair", "close", "rack07/ct12/j2", "--resume", "--db", db)
     assert result.code == 0 and "resuming rack07/ct12/j2's nodes" in result.err
     assert slurm.drained() == ["rack07-ct05"]
-    from opsctl.ledger import open_ledger
-
     with open_ledger(db, read_only=True) as ledger:
         rows = {r["node"]: r for r in ledger.records("drains")}
     assert rows["rack07-ct12"]["resumed_at"] is not None and rows["rack07-ct05"]["resumed_at"] is None

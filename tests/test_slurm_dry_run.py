@@ -36,6 +36,9 @@ def test_triage_drain_dry_run_prints_the_commands_and_changes_nothing(slurm, ops
     faults = [s for s in result.json()["suspects"] if not s.get("alternative_to")]
     commands = would_run(result.err)  # with --json the drain speaks on stderr
     assert commands and all(argv[:2] == ["scontrol", "update"] for argv in commands)
+    # It says only what it would do: no node "drained" that was not (issue 26).
+    nodes = [line for line in result.err.splitlines() if line.startswith("rack07-ct")]
+    assert nodes and all(": would drain: opsctl: " in line for line in nodes), nodes
     assert_nothing_drained(slurm)
     with open_ledger(db, read_only=True) as ledger:
         assert ledger.records("drains") == []  # the triage is recorded, no drain is
@@ -66,3 +69,25 @@ def test_dry_run_without_drain_is_refused_before_anything_runs(opsctl, command, 
     result = opsctl(*command, "--dry-run", "--out" if command[0] != "triage" else "--save", tmp_path / "out")
     assert_one_line_error(result, 2, "--dry-run goes with --drain")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dry_run_needs_no_controller_and_says_it_could_not_check(opsctl_process, tmp_path):
+    """No Slurm client at all here (PATH without scontrol): the dry run still prints the commands,
+    says it could not check current drains, and exits 0; a real drain is incomplete (exit 3)."""
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPSCTL_INVENTORY"}
+    env["PATH"] = os.path.dirname(sys.executable)
+    dry = opsctl_process("drain", "rack07/ct12/j2", "--dry-run", "--no-ledger", env=env)
+    assert dry.code == 0, dry.err
+    lines = dry.out.splitlines()
+    assert lines[0].startswith("could not check current drains (scontrol not found")
+    assert lines[1] == ("would run: scontrol update NodeName=rack07-ct12 State=DRAIN "
+                        "'Reason=opsctl: rack07/ct12/j2 reseat_compute_tray'")
+    assert lines[2] == "rack07-ct12: would drain: opsctl: rack07/ct12/j2 reseat_compute_tray"
+    resume = opsctl_process("resume", "rack07/ct12/j2", "--dry-run", "--no-ledger", "--json", env=env)
+    assert resume.code == 0 and resume.json()["checked_current_drains"] is False
+    assert resume.json()["commands"] == ["scontrol update NodeName=rack07-ct12 State=RESUME"]
+    real = opsctl_process("drain", "rack07/ct12/j2", "--no-ledger", env=env)
+    assert real.code == 3 and "scontrol not found" in real.err

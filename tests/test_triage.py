@@ -3,12 +3,13 @@ each fault with its repair, MTTR, blast radius and runbook — locally and over 
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import assert_one_line_error
+from tests.conftest import REPO, assert_one_line_error
 from tests.test_snapshot_cli import sim_inventory
 
 SEEDED_FAULTS = {"rack07/ct05/gpu1/nvl07", "rack07/ct12/j2", "rack07/ct07/gpu0/nvl13"}
@@ -25,15 +26,19 @@ def rack07_triage(tmp_path_factory):
     proc = subprocess.run([sys.executable, "-m", "opsctl", "triage", "rack07", "--window", "16", "--json", "--save", str(saved)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode in (0, 1, 3), proc.stderr
-    return proc.returncode, json.loads(proc.stdout), saved
+    return proc.returncode, json.loads(proc.stdout), saved, proc.stderr
 
 
 @pytest.mark.slow
 def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
-    code, result, _ = rack07_triage
+    code, result, _, _ = rack07_triage
     assert code == 1
     faults = [s for s in result["suspects"] if "alternative_to" not in s]
     assert {s["component"] for s in faults} == SEEDED_FAULTS | {PENDING_REMAP}
+    # docs/triage.md shows this triage: the same number of faults, each of them in its table.
+    doc = (REPO / "docs/triage.md").read_text()
+    assert f"rack07 (gb200-nvl72) — faulty: {len(faults)} fault(s) found" in doc
+    assert all(f" {s['component']} (" in doc for s in faults)
     for s in faults:
         assert s["score"] > 0.9 and s["action"] and s["mttr_hours"] > 0
         assert s["gpus_idled"] == (1 if s["component"] == PENDING_REMAP else 4)
@@ -51,13 +56,47 @@ def test_triage_of_rack07_names_its_faults_with_what_to_do(rack07_triage):
 
 @pytest.mark.slow
 def test_the_kept_snapshot_localizes_to_the_same_answer(rack07_triage, opsctl):
-    _, result, saved = rack07_triage
+    _, result, saved, _ = rack07_triage
     again = opsctl("localize", saved, "--json")
     assert again.code == 1
     assert [s["component"] for s in again.json()["racks"][0]["suspects"]] == [s["component"] for s in result["suspects"]]
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_triage_speaks_while_it_waits_names_its_xids_and_says_the_window_was_short(rack07_triage):
+    """Issue 26: a line every few seconds while the 16 s window runs; each XID with its GPU and
+    the catalog's meaning; the flap seen once, and a window shorter than the default, each warned."""
+    _, result, _, stderr = rack07_triage
+    lines = stderr.splitlines()
+    assert lines[0] == "rack07: reading 27 tray(s) over a 16 s window …"
+    assert any(re.fullmatch(r"rack07: \d+ s of 16, \d+ s left; 0 answered, 27 reading", line) for line in lines), lines
+    seen = {(x["gpu"], x["xid"]): x for x in result["xids"]["seen"]}
+    flap = seen[("rack07/ct07/gpu0", 149)]
+    assert flap["name"] == "NVLINK_NETIR_ERROR" and flap["meaning"] and flap["action"]
+    assert ("rack07/ct17/gpu1", 63) in seen  # the pending remap's own XID
+    warnings = result["window_warnings"]
+    # The window as measured on the trays: 16 s and what a busy machine adds.
+    assert re.match(r"a 1[6-9](\.\d)? s window sees only what happens within it", warnings[0]), warnings
+    assert "run again with --window 60 (the default)" in warnings[0]
+    assert any(w.startswith("went down too few times for a rate: rack07/ct07/gpu0/nvl13 (1 drop in 1") for w in warnings)
+
+
+@pytest.mark.slow
+def test_on_an_80_column_terminal_its_tables_wrap_and_never_cut_an_id(rack07_triage):
+    from rich.console import Console
+
+    from opsctl.localize.render import render_summary, render_triage
+
+    _, result, _, _ = rack07_triage
+    for render in (render_summary, render_triage):
+        out = Console(width=80, record=True, highlight=False)
+        render(result, out)
+        text = out.export_text()
+        assert "…" not in text and max(map(len, text.splitlines())) <= 80, text
+        assert all(s["component"] in text for s in result["suspects"])
+
+
 def test_triage_reads_well_for_a_person(opsctl, tmp_path):
     # The GSP times out every second: whatever 2 s window the tray reads on the rack's timeline sees one.
     inventory = sim_inventory(tmp_path, "seed: 3\nfaults:\n  - {kind: xid, gpu: gpu6, xid: 119, at_s: 0.5, repeat_s: 1}\n")
@@ -73,6 +112,9 @@ def test_triage_reads_well_for_a_person(opsctl, tmp_path):
 def test_a_healthy_server_and_an_unread_one(opsctl, tmp_path):
     healthy = opsctl("triage", "hgx01", "--window", "1")
     assert healthy.code == 0 and "healthy" in healthy.out
+    # Healthy in 1 s is not healthy in a minute: the text says so (issue 26).
+    assert "window: a 1" in healthy.out and "run again with --window 60 (the default)" in healthy.out
+    assert healthy.err.startswith("hgx01: reading 1 tray(s) over a 1 s window …")
     inventory = sim_inventory(tmp_path, "faults:\n  - {kind: tray_unreachable, tray: node}\n")
     unread = opsctl("--inventory", inventory, "triage", "lab1", "--window", "1", "--json")
     assert unread.code == 3

@@ -46,11 +46,12 @@ class Criteria:
     relative_source: str
     path: Path
     sha256: str
+    optional_probes: tuple[str, ...] = ()  # the run goes on without them where a tray cannot run them
 
     def record(self) -> dict[str, Any]:
         """What a report says about the criteria that judged the rack."""
         return {"name": self.name, "version": self.version, "sha256": self.sha256, "file": str(self.path),
-                "probes": list(self.probes), "duration_s": self.duration_s, "warnings_fail": self.warnings_fail,
+                "probes": list(self.probes), "optional_probes": list(self.optional_probes), "duration_s": self.duration_s, "warnings_fail": self.warnings_fail,
                 "rack_relative": {"min_gpus": self.min_gpus, "rules": [asdict(rule) for rule in self.rules],
                                   "source": self.relative_source}}
 
@@ -86,7 +87,7 @@ def _parse(data: object, path: Path, sha256: str) -> Criteria:
         run_timeout_s=timeout, warnings_fail=document.warnings_fail, min_gpus=relative.min_gpus if relative else 4,
         rules=tuple(_rule(rule, index, path) for index, rule in enumerate(rules)),
         relative_source=" ".join(((relative and relative.source) or "opsctl rack-relative rule").split()),
-        path=path, sha256=sha256,
+        path=path, sha256=sha256, optional_probes=tuple(dict.fromkeys(document.optional_probes)),
     )
 
 

@@ -51,6 +51,9 @@ class CriteriaFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     version: Annotated[Text | int | Finite, msgspec.Meta(description='its version, as text (version: "1.1")')]
     description: str | None = None
     probes: Annotated[list[Probe], msgspec.Meta(min_length=1, description="the probes run (default: all)")] | UnsetType = UNSET
+    optional_probes: Annotated[list[Probe], msgspec.Meta(description=(
+        "probes the run goes on without when a tray cannot run them (the preflight says why); the others "
+        "end the run incomplete before any load"))] = []
     duration_s: Annotated[Seconds, msgspec.Meta(description="how long each tray is loaded")]
     run_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=2 * MAX_SECONDS, description=(
         "when a run is given up, above duration_s (default: twice it, and at least 300 s more)"))] | UnsetType = UNSET

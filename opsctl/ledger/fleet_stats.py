@@ -210,6 +210,10 @@ def fleet_statistics(ledger: Ledger, *, since: Moment | None = None, until: Mome
     mttr_model = mttr_model or load_mttr_model()
     fleet = _gather(data, window, infant_weeks)
     exposure = fleet.exposure_early + fleet.exposure_later
+    # A rack without a handover date is not in service yet: its incidents count nowhere, and the
+    # statistics say so rather than show a quiet 0.
+    waiting = [{"rack": row["rack"], "incidents": sum(1 for i in data["incidents"] if i["rack"] == row["rack"])}
+               for row in data["racks"] if window.covers_rack(row["rack"]) and not row["handover_at"]]
     by_kind: dict[str, int] = {}
     for _, _, kind, _ in fleet.incidents:
         by_kind[kind] = by_kind.get(kind, 0) + 1
@@ -224,7 +228,7 @@ def fleet_statistics(ledger: Ledger, *, since: Moment | None = None, until: Mome
                    "racks": list(window.racks) or None},
         "confidence": confidence,
         "exposure": {"racks_in_service": len(fleet.racks), "gpu_days": round(exposure, 1),
-                     "downtime_gpu_days": round(fleet.downtime, 1), "models": models},
+                     "downtime_gpu_days": round(fleet.downtime, 1), "models": models, "not_handed_over": waiting},
         "failures": {"total": len(fleet.incidents), "by_kind": dict(sorted(by_kind.items()))},
         "mtbi": {
             "method": MTBI_METHOD,

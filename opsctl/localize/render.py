@@ -19,6 +19,8 @@ STATUS_LINE = {
 SUMMARY_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("suspect", "left"), ("score", "right"), ("bad links", "right"), ("repair", "left"), ("MTTR h", "right"),
     ("idles", "right"), ("runbook", "left"))
+# On a narrow terminal (80 columns) these wrap, so the ids and figures are never cut.
+WRAPPING = ("repair", "runbook", "idles")
 TRIAGE_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("#", "right"), ("fault", "left"), ("score", "right"), ("repair", "left"), ("hours", "right"), ("idles", "right"))
 
@@ -33,14 +35,25 @@ def render_summary(result: dict[str, Any], out: Console) -> None:
     if result["suspects"]:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
         for column, justify in SUMMARY_COLUMNS:
-            table.add_column(column, justify=justify, no_wrap=True)
-        for s in result["suspects"]:
+            table.add_column(column, justify=justify, no_wrap=column not in WRAPPING, overflow="fold")
+        for s in under_their_suspect(result["suspects"]):
             name = s["component"] if "alternative_to" not in s else f"  or {s['component']}"
             style = None if "alternative_to" not in s else "dim"
             table.add_row(name, f"{s['score']:.2f}", f"{len(s['links'])}/{s['links_through']}", s.get("repair", "-"),
                           f"{s.get('mttr_hours', 0):g}", str(s.get("gpus_idled", "-")), s["runbook"] or "-", style=style)
         out.print(table)
     _render_unread(result, out)
+
+
+def under_their_suspect(suspects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The suspects in their order, each alternative right under the part it would replace (the
+    JSON lists them after every fault: printed so, "or …" read as the last fault's)."""
+    ordered = []
+    for s in suspects:
+        if "alternative_to" not in s:
+            ordered += [s, *(a for a in suspects if a.get("alternative_to") == s["component"])]
+    shown = {id(s) for s in ordered}
+    return ordered + [s for s in suspects if id(s) not in shown]  # an alternative to no listed fault stays last
 
 
 def render_triage(result: dict[str, Any], out: Console) -> None:
@@ -57,7 +70,7 @@ def render_triage(result: dict[str, Any], out: Console) -> None:
     if faults:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
         for column, justify in TRIAGE_COLUMNS:
-            table.add_column(column, justify=justify, no_wrap=True)
+            table.add_column(column, justify=justify, no_wrap=column not in WRAPPING, overflow="fold")
         for number, s in enumerate(faults, start=1):
             idles = f"{s.get('gpus_idled', '-')} GPU" + ("" if s.get("gpus_lost_to_training", 0) == 0 else
                                                         f" ({s['gpus_lost_to_training']} beyond spares)")

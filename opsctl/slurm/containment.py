@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from opsctl.errors import IncompleteError
 from opsctl.slurm import scontrol
 
 if TYPE_CHECKING:
@@ -93,9 +94,10 @@ class Containment:
     dry_run: bool
     nodes: list[NodeOutcome]  # NodeOutcome, in the order asked
     commands: list[list[str]]  # argv lists, run (or, dry run, to run) in this order
+    unchecked: str = ""  # a dry run that could not read the nodes' current drains: why (slurmctld's words)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.verb, "dry_run": self.dry_run,
+        return {"action": self.verb, "dry_run": self.dry_run, "checked_current_drains": not self.unchecked,
                 "commands": [scontrol.shown(argv) for argv in self.commands],
                 "nodes": [{"node": n.node, "outcome": n.outcome, "detail": n.detail, "state": n.state,
                            "reason_before": n.reason_before, "reason_after": n.reason_after,
@@ -128,7 +130,7 @@ def drain_parts(wanted: Iterable[tuple[PartScope, str | None]], dry_run: bool = 
             holds.setdefault(node, [])
             if all(h.part != scope.part for h in holds[node]):
                 holds[node].append(Hold(scope.part, scope.action, incident, detail))
-    states = scontrol.node_states(list(holds))
+    states, unread = _states(list(holds), dry_run)
     outcomes: list[NodeOutcome] = []
     for node, wanted_holds in holds.items():
         state = states[node]
@@ -145,10 +147,28 @@ def drain_parts(wanted: Iterable[tuple[PartScope, str | None]], dry_run: bool = 
             continue
         after = reason_of([*kept, *new])
         outcome = ADDED if kept else DRAINED
-        detail = f"{'still drained; reason now' if kept else 'drained:'} {after}"
+        if dry_run:  # says only what it would do
+            detail = f"{'would stay drained; reason would be' if kept else 'would drain:'} {after}"
+        else:
+            detail = f"{'still drained; reason now' if kept else 'drained:'} {after}"
         outcomes.append(NodeOutcome(node, outcome, detail, state.state, state.reason, after, added=new))
     commands = _grouped(outcomes, (DRAINED, ADDED), lambda nodes, reason: scontrol.drain_argv(nodes, reason))
-    return _carry_out(Containment("drain", dry_run, outcomes, commands))
+    return _carry_out(Containment("drain", dry_run, outcomes, commands, unchecked=unread))
+
+
+UNREAD_STATE = "unknown"
+
+
+def _states(nodes: list[str], dry_run: bool) -> tuple[dict[str, scontrol.NodeState], str]:
+    """({node: state}, "") from slurmctld. A dry run that cannot ask it goes on as if no node were
+    drained — it prints the commands and runs none — and says why: (blank states, slurmctld's words)."""
+    try:
+        return scontrol.node_states(nodes), ""
+    except IncompleteError as error:
+        if not dry_run:
+            raise
+        note = str(error)
+        return {node: scontrol.NodeState(node, UNREAD_STATE, "", "", "") for node in nodes}, note
 
 
 def resume_parts(parts: Collection[str], nodes: Iterable[str], dry_run: bool = False,
@@ -156,8 +176,13 @@ def resume_parts(parts: Collection[str], nodes: Iterable[str], dry_run: bool = F
     """Release `parts` (part ids, or the rack's name) on `nodes` — only holds for `action`, when
     given; resume each node no other opsctl hold keeps drained. Nodes drained by someone else,
     or not drained, are left."""
-    states = scontrol.node_states(list(dict.fromkeys(nodes)))
+    asked = list(dict.fromkeys(nodes))
+    states, unread = _states(asked, dry_run)
     outcomes: list[NodeOutcome] = []
+    if unread:  # which holds each node has is not known: the resume it would run, all the same
+        outcomes = [NodeOutcome(node, RESUMED, "would resume, if opsctl alone holds it for these parts", UNREAD_STATE,
+                                "", None) for node in asked]
+        return Containment("resume", dry_run, outcomes, [scontrol.resume_argv(asked)] if asked else [], unchecked=unread)
     for node, state in states.items():
         ours = holds_in(state.reason) if state.reason else []
         if ours is None:
@@ -174,10 +199,12 @@ def resume_parts(parts: Collection[str], nodes: Iterable[str], dry_run: bool = F
                                         state.state, state.reason, state.reason))
         elif remaining:
             after = reason_of(remaining)
-            outcomes.append(NodeOutcome(node, KEPT, f"stays drained for another part; reason now {after}", state.state,
-                                        state.reason, after, released=released))
+            said = "would stay drained for another part; reason would be" if dry_run else \
+                "stays drained for another part; reason now"
+            outcomes.append(NodeOutcome(node, KEPT, f"{said} {after}", state.state, state.reason, after, released=released))
         else:
-            outcomes.append(NodeOutcome(node, RESUMED, "resumed", state.state, state.reason, None, released=released))
+            outcomes.append(NodeOutcome(node, RESUMED, "would resume" if dry_run else "resumed", state.state, state.reason,
+                                        None, released=released))
     commands = [*_grouped([n for n in outcomes if n.released], (KEPT,), scontrol.drain_argv),
                 *_grouped(outcomes, (RESUMED,), lambda nodes, _: scontrol.resume_argv(nodes))]
     return _carry_out(Containment("resume", dry_run, outcomes, commands))

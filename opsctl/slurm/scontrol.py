@@ -97,12 +97,16 @@ def shown(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
+class ClientMissing(IncompleteError):
+    """The Slurm client itself is not installed: no node is "not found", the program is."""
+
+
 def run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> str:
     """Run a Slurm client; its stdout, or IncompleteError with the client's own words."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
-        raise IncompleteError(f"{argv[0]} not found: the Slurm clients are not installed here (nothing was "
+        raise ClientMissing(f"{argv[0]} not found: the Slurm clients are not installed here (nothing was "
                               "drained or resumed)") from None
     except subprocess.TimeoutExpired:
         raise IncompleteError(f"{shown(argv)}: no answer from slurmctld within {timeout_s:g} s") from None
@@ -119,7 +123,7 @@ def node_states(nodes: Sequence[str]) -> dict[str, NodeState]:
     try:
         states = parse_show_node(run(show_nodes_argv(nodes)))
     except IncompleteError as error:
-        if "not found" not in str(error).lower():
+        if isinstance(error, ClientMissing) or "not found" not in str(error).lower():
             raise
         states = {}
         for node in nodes:  # which one is unknown: ask one by one

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import tempfile
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -15,12 +16,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from rich.console import Console
 
+from opsctl.burnin.preflight import preflight
 from opsctl.burnin.session import execute, make_plan, resume_run, start_run
 from opsctl.cli.commands.drain import contain
 from opsctl.cli.context import inventory_option, rack_from
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
-from opsctl.errors import InputError
+from opsctl.errors import EXIT_INCOMPLETE, InputError
 from opsctl.fanout.options import reach_options
 from opsctl.input_checks import seconds
 from opsctl.inventory import load_inventory
@@ -29,9 +31,12 @@ from opsctl.regular_files import OutputFolder
 from opsctl.reports import print_summary
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from click.decorators import FC
 
     from opsctl.burnin.session import Plan
+    from opsctl.inventory import Rack
 
 DEFAULT_DURATION_S = 20.0  # a quick burn-in; acceptance runs take the criteria's duration (900 s)
 
@@ -84,6 +89,9 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
             raise InputError(f"{run.path} is a run of rack {meta['rack']}, not {rack}")
         inventory = ctx.find_root().obj.get("inventory") or meta.get("inventory")
         chosen = load_inventory(inventory).rack(meta["rack"])
+        todo = [t.name for t in chosen.trays if t.name not in run.completed_trays()]
+        if todo:  # the plan stays the run's: a probe the run left out stays out
+            _preflight(ctx, kind, chosen, plan, todo, run.path, as_json, drain and not dry_run)
     else:
         if not rack:
             raise click.UsageError("Missing argument 'RACK' (or --resume RUN).")
@@ -91,6 +99,8 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         plan = new_plan()
         if via:
             plan = dataclasses.replace(plan, via=via)
+        with tempfile.TemporaryDirectory(prefix="opsctl-preflight-") as workdir:
+            plan = _preflight(ctx, kind, chosen, plan, [t.name for t in chosen.trays], workdir, as_json, drain and not dry_run)
         run = start_run(chosen, plan, out)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` or a service stop ends the run as Ctrl-C does
     try:
@@ -108,6 +118,28 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         contain(ctx, chosen, [(part, actions.get(part)) for part in summary.get("failing_parts", [])], record=record,
                 db=db, dry_run=dry_run, to_stderr=as_json)
     ctx.exit(summary["exit_code"])  # an interrupted run is incomplete (exit 3), whatever it found
+
+
+def _preflight(ctx: click.Context, kind: str, rack: Rack, plan: Plan, trays: list[str], workdir: str | Path,
+               as_json: bool, slurm_controller: bool) -> Plan:
+    """Ask the trays whether they can run the plan, before any load (opsctl/burnin/preflight.py):
+    say each problem in one line; end incomplete (exit 3), nothing loaded, when one stops the
+    run; return the plan, without the optional probes the trays cannot run."""
+    checked = preflight(rack, plan, plan.criteria, trays, workdir, slurm_controller=slurm_controller)
+    for line in checked.lines():
+        click.echo(f"opsctl: preflight: {line}", err=True)
+    if checked.blocking:
+        stopping = sum(p.blocking for p in checked.problems)
+        click.echo(f"opsctl: preflight: {stopping} thing(s) above stop this {kind} of {rack.name}: nothing was loaded; "
+                   f"INCOMPLETE (exit {EXIT_INCOMPLETE}) after {checked.seconds:.1f} s", err=True)
+        if as_json:
+            print_json({"kind": kind, "rack": rack.name, "verdict": "INCOMPLETE", "exit_code": EXIT_INCOMPLETE,
+                        "interrupted": False, "preflight": checked.to_dict()})
+        ctx.exit(EXIT_INCOMPLETE)
+    if checked.skipped:
+        plan = dataclasses.replace(plan, probes=tuple(p for p in plan.selected_probes(plan.criteria)
+                                                      if p not in checked.skipped))
+    return plan
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:

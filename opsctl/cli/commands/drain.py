@@ -76,6 +76,9 @@ def report(ctx: click.Context, containment: Containment, rack: Rack, record: boo
     """Print what happened to each node (and the commands), record it unless a dry run."""
     out = Console(stderr=True, highlight=False, soft_wrap=True) if to_stderr else console()
     verb = "would run" if containment.dry_run else "ran"
+    if containment.unchecked:
+        out.print(f"could not check current drains ({containment.unchecked}): the commands below assume no node is "
+                  f"drained yet; run for real, a node someone else drained is left as it is", soft_wrap=True, markup=False)
     for argv in containment.commands:
         out.print(f"{verb}: {shown(argv)}", soft_wrap=True, markup=False)
     for node in containment.nodes:

@@ -201,6 +201,10 @@ def _print_stats(stats: dict[str, Any]) -> None:
     out.print(f"[bold]ledger[/bold] {stats['ledger']}  window {stats['window']['since'] or 'start'} → {stats['window']['until']}")
     out.print(f"{exposure['racks_in_service']} rack(s) in service ({', '.join(exposure['models']) or '-'}): "
               f"{exposure['gpu_days']:,.0f} GPU-days, {exposure['downtime_gpu_days']:,.1f} GPU-days idled by repairs")
+    for waiting in exposure.get("not_handed_over") or []:
+        out.print(f"not counted: {waiting['rack']} has no handover date yet ({waiting['incidents']} incident(s) "
+                  f"recorded): record its acceptance, or opsctl ledger rack {waiting['rack']} --handover DATE",
+                  soft_wrap=True, markup=False)
     table = Table(title=f"failures and MTBI (GPU-days, {level} interval)")
     for column in ("part kind", "failures", "MTBI", "interval"):
         table.add_column(column, justify="left" if column == "part kind" else "right")

@@ -13,6 +13,7 @@ from opsctl.cli.commands.drain import rack_and_target
 from opsctl.cli.commands.resume import resume_part
 from opsctl.cli.ledger_options import TIME, db_option, parts_for
 from opsctl.cli.output import console, json_option, print_json
+from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE
 from opsctl.ledger import close_repair, open_ledger, open_repair
 from opsctl.ledger.drains import drains_of_incident, validation_of
 from opsctl.ledger.repairs import NEW_INCIDENT, restore_hours
@@ -84,7 +85,16 @@ def open_command(ctx: click.Context, part: str, action: str | None, by: str, at:
 def close_command(ctx: click.Context, part: str, by: str, at: datetime | None, back_in_service: datetime | None,
                   replaced: str | None, rma_ids: tuple[str, ...], details: str | None, resume_nodes: bool, db: str | None,
                   as_json: bool) -> None:
-    """Close the open repair of PART."""
+    """Close the open repair of PART. With --resume, only once it is validated: a refused resume
+    closes nothing (exit 1 when a run since still fails the part, 3 when none has judged it)."""
+    if resume_nodes:  # refused before anything is recorded: the part is not back in service
+        with open_ledger(db, read_only=True) as ledger:
+            still_open = ledger.records("repairs", "part = :part AND closed_at IS NULL", {"part": part})
+            checked, said = validation_of(ledger, still_open[0]) if still_open else (None, "")
+        if still_open and not checked:
+            click.echo(f"opsctl: not resuming {part}'s nodes: {said}; the repair stays open and its nodes drained "
+                       f"(validate it: opsctl burnin {part.split('/')[0]}; or close it without --resume)", err=True)
+            ctx.exit(EXIT_INCOMPLETE if said.startswith("no complete") else EXIT_FAILED)
     with open_ledger(db) as ledger:
         repair = close_repair(part, ledger, by=by, at=at, back_in_service=back_in_service, replaced=replaced,
                               rma_ids=rma_ids, details=details)

@@ -22,8 +22,11 @@ from opsctl.regular_files import OutputFile
 from opsctl.runs.atomic_file import write_bytes_atomic
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from click.decorators import FC
 
+    from opsctl.fanout import TrayResult
     from opsctl.inventory import Rack
 
 DEFAULT_WINDOW_S = 60.0
@@ -46,14 +49,16 @@ def fanout_options(command: FC) -> FC:
 
 
 def take_rack_snapshot(rack: Rack, window_s: float, concurrency: int = 32, connect_timeout_s: float = 10.0,
-                       accept_new_host_keys: bool = False) -> dict[str, Any]:
+                       accept_new_host_keys: bool = False,
+                       on_result: Callable[[TrayResult], object] | None = None) -> dict[str, Any]:
     """Read every tray of the rack over one window; the link-health snapshot, with a `trays` entry
-    for each tray saying whether it answered (and why not)."""
+    for each tray saying whether it answered (and why not). `on_result` hears each tray as it ends."""
     options = FanoutOptions(concurrency=concurrency, connect_timeout_s=connect_timeout_s,
                             run_timeout_s=window_s + RUN_TIMEOUT_MARGIN_S, accept_new_host_keys=accept_new_host_keys)
     taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     with tempfile.TemporaryDirectory(prefix="opsctl-snapshot-") as workdir:
-        results = run_on_trays(rack, ["snapshot", "--window", f"{window_s:g}", "--json"], options=options, workdir=workdir)
+        results = run_on_trays(rack, ["snapshot", "--window", f"{window_s:g}", "--json"], options=options, workdir=workdir,
+                               on_result=on_result)
     documents = {r.tray: r.document for r in results if r.complete and r.document is not None}  # a complete one has it
     failures = {r.tray: r.reason or "no reason given" for r in results if not r.complete}  # an incomplete one says why
     for tray in rack.missing_trays:

@@ -3,18 +3,22 @@ the repair, how long it takes, what it idles and the runbook — for the enginee
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from opsctl.cli.commands.drain import contain
 from opsctl.cli.commands.localize import exit_code, mttr_config_option
-from opsctl.cli.commands.snapshot import fanout_options, take_rack_snapshot, unanswered, write_atomically
+from opsctl.cli.commands.snapshot import DEFAULT_WINDOW_S, fanout_options, take_rack_snapshot, unanswered, write_atomically
 from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.ledger_options import record_in_ledger, recording_options
 from opsctl.cli.output import console, json_option, print_json
+from opsctl.cli.window_progress import WindowProgress
 from opsctl.errors import InputError
 from opsctl.ledger import record_triage
 from opsctl.localize import localize
 from opsctl.localize.render import render_triage
+from opsctl.localize.window_evidence import window_warnings, xids_seen
 from opsctl.mttr import load_mttr_model
 from opsctl.regular_files import OutputFile
 
@@ -41,18 +45,30 @@ def command(ctx: click.Context, rack: str, window: float, concurrency: int, conn
         raise InputError("--dry-run goes with --drain: it shows the drain's scontrol commands instead of running them")
     chosen = rack_from(ctx, rack)
     mttr = load_mttr_model(mttr_config)  # a bad file is refused before the trays are read
-    snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys)
+    with WindowProgress(chosen, window, sys.stderr) as progress:  # stderr: the --json on stdout stays whole
+        snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys,
+                                      on_result=progress.finished)
     if save:
         write_atomically(save, snapshot)
     racks = localize([snapshot], {chosen.name: (chosen.model.name, chosen.cabling_map)}, mttr, [save or f"snapshot of {chosen.name}"])
     result = racks["racks"][0]
+    seen, warnings = xids_seen(snapshot), window_warnings(snapshot, DEFAULT_WINDOW_S)
     if as_json:
-        print_json({**result, "taken": snapshot.get("taken"), "trays": snapshot["trays"], "snapshot": save})
+        print_json({**result, "xids": {**result["xids"], "seen": seen}, "window_warnings": warnings,
+                    "taken": snapshot.get("taken"), "trays": snapshot["trays"], "snapshot": save})
     else:
         out = console()
         render_triage(result, out)
         for tray in unanswered(snapshot):
             out.print(f"   {tray['tray']}: {tray['error']}")
+        if seen:
+            out.print(f"XIDs logged in the window ({len(seen)}):", markup=False)
+        for xid in seen:
+            times = f" ×{xid['count']}" if xid["count"] > 1 else ""
+            out.print(f"   {xid['gpu']}: XID {xid['xid']}{times} ({xid['name'] or 'unlisted'}): {xid['meaning']}",
+                      markup=False)
+        for warning in warnings:
+            out.print(f"window: {warning}", markup=False)
         if save:
             out.print(f"snapshot kept in {save} (opsctl localize {save})")
     if record:
