@@ -174,6 +174,8 @@ def _rack_name(document: dict[str, Any], what: str) -> str:
 
 # --- burn-in and acceptance ---------------------------------------------------------------
 def _verdict(document: dict[str, Any], what: str) -> str:
+    if document.get("interrupted") is True:  # stopped before every tray reported: incomplete, whatever it saw (README)
+        return "incomplete"
     for field in ("verdict", "status", "result"):
         word = document.get(field)
         if isinstance(word, str) and word.lower() in _VERDICT_WORDS:

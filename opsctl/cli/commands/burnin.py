@@ -77,6 +77,9 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         if out:
             raise InputError("--out and --resume do not go together: a resumed run stays in its folder")
         run, plan, meta = resume_run(resume)
+        if ctx.get_parameter_source("concurrency") == click.core.ParameterSource.COMMANDLINE:
+            # How many trays work at once is how the rest is reached, not what the run judges.
+            plan = dataclasses.replace(plan, concurrency=ctx.params["concurrency"])
         if plan.kind != kind:
             raise InputError(f"{run.path} is an `opsctl {plan.kind}` run: resume it with opsctl {plan.kind} --resume")
         if rack and rack != meta["rack"]:
