@@ -28,7 +28,7 @@ import yaml
 
 from opsctl.errors import InputError
 from opsctl.input_checks import check_depth, kind_of, shown
-from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
+from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession, refuse_overlap
 from opsctl.ledger.store import JSON_COLUMNS, KEY_COLUMN, TABLES, Ledger, Record, content_key
 from opsctl.ledger.timestamps import stored, utc_now
 from opsctl.runs.atomic_file import write_bytes_atomic
@@ -43,7 +43,7 @@ FilePath = str | os.PathLike[str]
 ReadRecord = tuple[str, dict[str, Any], Callable[[], str]]
 FORMAT = "opsctl-ledger/1"
 KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep", "drains": "drn"}
-TIME_COLUMNS = {"handover_at", "retired_at", "recorded_at", "finished_at", "at", "occurred_at", "opened_at",
+TIME_COLUMNS = {"handover_at", "retired_at", "recorded_at", "started_at", "finished_at", "at", "occurred_at", "opened_at",
                 "closed_at", "back_in_service_at", "drained_at", "resumed_at"}
 INT_COLUMNS = {"gpus", "gpus_idled"}
 # Columns an imported record must have; the rest are optional or derived (rack from the part,
@@ -309,6 +309,7 @@ def _checked(table: str, raw: dict[str, Any], session: RecordingSession, tx: Tra
                 entry["explained_by"] = session.parts.part(str(item["explained_by"]), facts).id
             failing.append(entry)
         record["failing_parts"] = failing
+        _in_order(record, ("started_at", "finished_at"))
     if table == "triages":
         record.setdefault("suspects", [])
         if record.get("chosen_part"):
@@ -408,6 +409,8 @@ def import_files(ledger: Ledger, paths: Iterable[FilePath] = (), *, table: str |
                         counts[name]["present"] += 1
                         continue
                     _one_open_repair(tx, name, record)
+                    if name == "runs":
+                        refuse_overlap(tx, record)
                     Ledger.insert(tx, name, record)
                 except InputError as exc:
                     raise InputError(f"{where()}: {exc}") from None

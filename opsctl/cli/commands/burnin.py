@@ -26,6 +26,7 @@ from opsctl.input_checks import seconds
 from opsctl.inventory import load_inventory
 from opsctl.ledger import record_burnin
 from opsctl.reports import print_summary
+from opsctl.runs.run_lock import RackLock
 
 if TYPE_CHECKING:
     from click.decorators import FC
@@ -58,6 +59,9 @@ def rack_run_options(command: FC) -> FC:
         click.option("--dry-run", is_flag=True, expose_value=False, callback=_remember,
                      help="With --drain: print the exact scontrol commands the drain would run and run none (the "
                           "probes still run)."),
+        click.option("--force", is_flag=True, expose_value=False, callback=_remember,
+                     help="Run even while another burn-in or acceptance of the rack runs on this machine (both "
+                          "loads skew each other's figures; the ledger still refuses two runs of a rack that overlap)."),
     ]):
         command = option(command)
     return recording_options(reach_options(command))
@@ -67,7 +71,7 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
                      new_plan: Callable[[], Plan], record: bool = True, db: str | None = None) -> NoReturn:
     """Start (or resume) a run, show its progress, print the verdict, record it in the ledger;
     exit with the verdict's code."""
-    via, drain, dry_run = ctx.obj.get("via"), ctx.obj.get("drain"), ctx.obj.get("dry_run")
+    via, drain, dry_run, force = ctx.obj.get("via"), ctx.obj.get("drain"), ctx.obj.get("dry_run"), ctx.obj.get("force")
     if dry_run and not drain:  # refused before the run: the probes run whatever --dry-run says
         raise InputError(f"--dry-run goes with --drain (it shows the drain's scontrol commands); "
                          f"opsctl {kind} runs the probes either way")
@@ -86,6 +90,7 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
             raise InputError(f"{run.path} is a run of rack {meta['rack']}, not {rack}")
         inventory = ctx.find_root().obj.get("inventory") or meta.get("inventory")
         chosen = load_inventory(inventory).rack(meta["rack"])
+        held = None if force else RackLock(chosen.name, kind)  # after the run's own lock: a second --resume says so
     else:
         if not rack:
             raise click.UsageError("Missing argument 'RACK' (or --resume RUN).")
@@ -93,7 +98,10 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         plan = new_plan()
         if via:
             plan = dataclasses.replace(plan, via=via)
+        held = None if force else RackLock(chosen.name, kind)  # refused before the run folder is made
         run = start_run(chosen, plan, out)
+    if held is not None:
+        held.name_run(run.path)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` or a service stop ends the run as Ctrl-C does
     try:
         judgment, summary = execute(chosen, run, plan, progress_console=Console(stderr=True, highlight=False))
