@@ -132,3 +132,15 @@ def test_a_full_disk_under_the_ledger_is_one_line_naming_it(opsctl, tmp_path):
     assert line.startswith(f"opsctl: the ledger {tmp_path / 'ledger.sqlite'}: ") and "nothing was written" in line
     assert "internal error" not in line
     assert rows(url, "incidents") == [] and [r["rack"] for r in rows(url, "racks")] == ["rack07"]
+    # A disk with no room at all, under a new ledger: it cannot even be opened, and says so.
+    fresh = tmp_path / "fresh.sqlite"
+
+    def no_room():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    result = subprocess.run([sys.executable, "-m", "opsctl", "ledger", "rack", "rack07", "--db", str(fresh)],
+                            capture_output=True, text=True, timeout=300, cwd=REPO, preexec_fn=no_room)
+    assert result.returncode == 3, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"opsctl: cannot open the ledger {fresh}: ") and "internal error" not in line

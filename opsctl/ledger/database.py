@@ -161,6 +161,8 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             if created and self.path.is_file() and self.path.stat().st_size == 0:
                 self.path.unlink()  # nothing of ours is left behind
+            if isinstance(exc, sqlite3.OperationalError) and ("full" in str(exc) or "I/O" in str(exc)):
+                raise IncompleteError(f"cannot open the ledger {self.path}: {exc}") from None  # the disk's, not the input's
             raise InputError(f"cannot open the ledger {self.path}: {exc}") from None
 
     def has_ledger(self) -> bool:
