@@ -110,6 +110,17 @@ def test_an_explicit_model_is_never_overridden_without_a_word(opsctl, tmp_path, 
     assert_one_line_error(opsctl("ledger", "import", path, "--db", ledger_db), 2, str(path),
                           "field model: 'hgx-h100', but rack rack07 is a gb200-nvl72 in the inventory")
     assert rows(ledger_db, "racks") == []
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"format": "opsctl-burnin/1", "kind": "burnin", "rack": "rack07", "model": "hgx-h100",
+                                   "run_id": "r1", "finished": "2026-03-01T10:00:00Z", "verdict": "PASS"}))
+    assert_one_line_error(opsctl("ledger", "record-burnin", summary, "--db", ledger_db), 2,
+                          "rack rack07 is a gb200-nvl72 in the inventory, not hgx-h100")
+    assert opsctl("ledger", "rack", "hgx99", "--model", "hgx-h200", "--db", ledger_db).code == 0
+    summary.write_text(json.dumps({"format": "opsctl-burnin/1", "kind": "burnin", "rack": "hgx99", "model": "hgx-h100",
+                                   "run_id": "r2", "finished": "2026-03-01T10:00:00Z", "verdict": "PASS"}))
+    assert_one_line_error(opsctl("ledger", "record-burnin", summary, "--db", ledger_db), 2,
+                          "rack hgx99 is recorded as hgx-h200, not hgx-h100")
+    assert rows(ledger_db, "runs") == []
 
 
 def test_a_full_disk_under_the_ledger_is_one_line_naming_it(opsctl, tmp_path):

@@ -57,6 +57,9 @@ class RecordingSession:
         """The rack's facts; a rack new to the ledger is added from the inventory or `model`."""
         recorded = tx.row("SELECT rack, model, gpus FROM racks WHERE rack = :rack", {"rack": name})
         facts = self.parts.rack_facts(name, recorded, model)
+        if model and model != facts.model:  # the document's model is never overridden without a word
+            known = f"recorded as {facts.model}" if recorded else f"a {facts.model} in the inventory"
+            raise InputError(f"rack {name} is {known}, not {model}")
         if recorded is None:
             Ledger.insert(tx, "racks", {"rack": name, "model": facts.model, "gpus": facts.gpus,
                                         "recorded_at": stored(utc_now())})

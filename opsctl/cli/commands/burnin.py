@@ -90,7 +90,7 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
             raise InputError(f"{run.path} is a run of rack {meta['rack']}, not {rack}")
         inventory = ctx.find_root().obj.get("inventory") or meta.get("inventory")
         chosen = load_inventory(inventory).rack(meta["rack"])
-        held = None if force else RackLock(chosen.name, kind)  # after the run's own lock: a second --resume says so
+        held = None if force else _hold(ctx, chosen.name, kind)  # after the run's own lock: a second --resume says so
     else:
         if not rack:
             raise click.UsageError("Missing argument 'RACK' (or --resume RUN).")
@@ -98,7 +98,7 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         plan = new_plan()
         if via:
             plan = dataclasses.replace(plan, via=via)
-        held = None if force else RackLock(chosen.name, kind)  # refused before the run folder is made
+        held = None if force else _hold(ctx, chosen.name, kind)  # refused before the run folder is made
         run = start_run(chosen, plan, out)
     if held is not None:
         held.name_run(run.path)
@@ -118,6 +118,14 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         contain(ctx, chosen, [(part, actions.get(part)) for part in summary.get("failing_parts", [])], record=record,
                 db=db, dry_run=dry_run, to_stderr=as_json)
     ctx.exit(summary["exit_code"])  # an interrupted run is incomplete (exit 3), whatever it found
+
+
+def _hold(ctx: click.Context, rack: str, kind: str) -> RackLock:
+    """The rack, for this run (runs/run_lock.py); released as the command ends, however it ends
+    (in-process too: an exception's traceback would otherwise keep it held)."""
+    held = RackLock(rack, kind)
+    ctx.call_on_close(held.release)
+    return held
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:
