@@ -82,6 +82,12 @@ def test_ctrl_c_after_a_tray_reported_a_fault_is_incomplete_everywhere_and_a_res
     with open_ledger(url) as ledger:
         [row] = ledger.records("runs")
     assert row["verdict"] == "incomplete"  # not fail: the run never saw most of the rack
+    # Judged again before it is resumed, it is still the interrupted run it was.
+    again = opsctl("report", run, "--db", url, "--json")
+    assert again.code == 3, again.err
+    assert (again.json()["verdict"], again.json()["interrupted"]) == ("INCOMPLETE", True)
+    with open_ledger(url) as ledger:
+        assert [r["verdict"] for r in ledger.records("runs")] == ["incomplete"]
 
     resumed = opsctl("-i", inventory, "burnin", "--resume", run, "--concurrency", "32", "--db", url, "--json")
     assert resumed.code == 1, resumed.err  # the whole rack seen: ct01's GPU fails it

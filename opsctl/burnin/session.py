@@ -201,6 +201,9 @@ def judge_run(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology | No
     return (judgment, summary). Also how `opsctl report` judges the racks Ansible ran."""
     criteria = plan.criteria
     topology = topology or topology_for(rack)
+    # Judged again (`opsctl report RUN`) before a resume ran what the interruption stopped, the
+    # run is still interrupted: the journal's last word on those trays says so.
+    interrupted = interrupted or any(entry.get("interrupted") for entry in run.outcomes().values())
     outcomes = _outcomes(rack, run)
     domain_file = run.path / DOMAIN_FILE
     domain = json.loads(domain_file.read_text()) if domain_file.exists() else None
