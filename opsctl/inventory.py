@@ -133,7 +133,12 @@ def load_inventory(path: str | Path | None = None) -> Inventory:
     data = dict(data)
     top = dict(_checked_group("all", data.pop("all", None), path) or {})
     if data:  # Ansible reads top-level groups beside `all` as its children
-        top["children"] = {**(top.get("children") or {}), **data}
+        children = top.get("children") or {}
+        twice = sorted(str(name) for name in data if children.get(name) and data[name])
+        if twice:  # one would replace the other (a group only listed under all: is defined once)
+            raise InputError(f"{path}: group {', '.join(twice)} is defined twice, under all: children: and at the top "
+                             "level; keep one")
+        top["children"] = {**children, **data}
     racks: dict[str, Rack] = {}
     non_racks: list[str] = []
     seen_hosts: dict[str, str] = {}

@@ -94,11 +94,27 @@ def parse_yaml(text: str, source: object) -> Any:
         raise InputError(f"{source}: nested too deeply to read") from None
 
 
+class DuplicateKey(ValueError):
+    """A key given twice in one JSON object: JSON's parser would keep the last and say nothing."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads' object_pairs_hook that refuses a repeated key, as YAML input refuses one."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise DuplicateKey(f"key {key!r} appears twice in one object (which one is meant?)")
+    return result
+
+
 def parse_json(text: str, source: object) -> Any:
-    """Parse JSON text; a syntax error, a number too long to read (Python's 4,300-digit limit) or
-    nesting too deep becomes an InputError naming `source` and, where known, the line."""
+    """Parse JSON text; a syntax error, a repeated key, a number too long to read (Python's
+    4,300-digit limit) or nesting too deep becomes an InputError naming `source` and, where known, the line."""
     try:
-        return check_depth(json.loads(text), source)
+        return check_depth(json.loads(text, object_pairs_hook=unique_keys), source)
+    except DuplicateKey as exc:
+        raise InputError(f"{source}: not valid JSON input: {exc}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{source}: line {exc.lineno} not valid JSON: {exc.msg}") from None
     except RecursionError:

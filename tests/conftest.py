@@ -20,9 +20,13 @@ pytest_plugins = ["tests.sshd", "tests.slurm_cluster"]
 
 def pytest_configure(config):
     """Nothing a test runs writes to the user's own state: run folders and the default ledger
-    land in a throwaway $XDG_STATE_HOME, and no test records into a shared $OPSCTL_DB."""
+    land in a throwaway $XDG_STATE_HOME, racks' locks in a throwaway $OPSCTL_LOCK_DIR, and no
+    test records into a shared $OPSCTL_DB."""
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="opsctl-test-state-")
     os.environ.pop("OPSCTL_DB", None)
+    # One burn-in of a rack at a time on a machine (runs/run_lock.py): each worker holds its racks
+    # apart from the others', as a machine of its own, so two workers may burn in hgx01 at once.
+    os.environ["OPSCTL_LOCK_DIR"] = tempfile.mkdtemp(prefix="opsctl-test-racks-")
 
 
 # The suite runs on pytest-xdist workers (scripts/test). A test that shares an expensive

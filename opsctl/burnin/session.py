@@ -24,7 +24,7 @@ from opsctl import __version__
 from opsctl.acceptance.criteria import PROBES, load_criteria
 from opsctl.runs.trial import trial_fields
 from opsctl.backend import sim_spec_for, topology_for
-from opsctl.burnin.judge import TrayOutcome, judge_rack
+from opsctl.burnin.judge import INCOMPLETE, TrayOutcome, judge_rack
 from opsctl.burnin.nvlink_domain import DOMAIN_FILE, PROBE as DOMAIN_PROBE, DomainOptions, run_domain_test
 from opsctl.burnin.progress import TrayProgress
 from opsctl.errors import EXIT_INCOMPLETE, InputError
@@ -176,7 +176,9 @@ def execute(rack: Rack, run: RunDirectory, plan: Plan,
                                    options=plan.fanout_options(), workdir=run.path,
                                    sim_spec=sim_spec_for(rack, topology), on_start=started, on_result=finished, stop=stop)
             progress.note(f"judging {rack.name}: {len(rack.trays)} tray(s), {len(topology.links)} links …")
-        interrupted = any(r.interrupted for r in results)
+        # stop is set by the fan-out when Ctrl-C (or SIGTERM) reached it: a tray whose probe ended
+        # as the signal came then has a result of its own, not one that says `interrupted`.
+        interrupted = stop.is_set() or any(r.interrupted for r in results)
     if plan.runs_domain_test(criteria) and not interrupted and not (run.path / DOMAIN_FILE).exists():
         _domain_test(rack, run, plan, topology, progress_console, stop)
     return judge_run(rack, run, plan, topology, interrupted)
@@ -200,6 +202,9 @@ def judge_run(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology | No
     return (judgment, summary). Also how `opsctl report` judges the racks Ansible ran."""
     criteria = plan.criteria
     topology = topology or topology_for(rack)
+    # Judged again (`opsctl report RUN`) before a resume ran what the interruption stopped, the
+    # run is still interrupted: the journal's last word on those trays says so.
+    interrupted = interrupted or any(entry.get("interrupted") for entry in run.outcomes().values())
     outcomes = _outcomes(rack, run)
     domain_file = run.path / DOMAIN_FILE
     domain = json.loads(read_regular_text(domain_file)) if domain_file.exists() else None
@@ -210,7 +215,7 @@ def judge_run(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology | No
     run.write_json("summary.json", summary)
     run.write_json("snapshot.json", judgment.snapshot)
     write_reports(run, summary)
-    run.journal.record("run_judged", verdict=judgment.verdict, interrupted=interrupted)
+    run.journal.record("run_judged", verdict=summary["verdict"], interrupted=interrupted)
     return judgment, summary
 
 
@@ -235,9 +240,6 @@ def summarize(rack: Rack, run: RunDirectory, plan: Plan, criteria: Criteria, jud
         "rack": rack.name,
         "model": rack.model.name,
         "description": rack.model.description,
-        "verdict": judgment.verdict,
-        # Stopped (Ctrl-C, kill) is incomplete, exit 3, whatever the trays that reported showed (README).
-        "exit_code": EXIT_INCOMPLETE if interrupted else judgment.exit_code,
         "interrupted": interrupted,
         "run": str(run.path),
         "run_id": run.run_id,  # one ledger row per run, however often it is resumed and judged
@@ -253,6 +255,11 @@ def summarize(rack: Rack, run: RunDirectory, plan: Plan, criteria: Criteria, jud
         # an acceptance loaded for less than its criteria ask is a trial, and says so
         **trial_fields(plan.kind, plan.duration_s, criteria.duration_s),
         **judgment.to_dict(),
+        # Stopped (Ctrl-C, kill) is incomplete, exit 3, whatever the trays that reported showed
+        # (README): after the judgment's own verdict and exit code, which these replace. What the
+        # trays that reported showed stays in `failing`, `suspects` and `checks`.
+        **({"verdict": INCOMPLETE, "exit_code": EXIT_INCOMPLETE, "verdict_before_interruption": judgment.verdict}
+           if interrupted else {}),
         # What to repair, for the fleet ledger (`opsctl ledger record-burnin RUN`): the parts the
         # localizer names, and every failing GPU and link.
         "failing_parts": judgment.failing_parts(),

@@ -190,6 +190,8 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             if created and self.path.is_file() and self.path.stat().st_size == 0:
                 self.path.unlink()  # nothing of ours is left behind
+            if isinstance(exc, sqlite3.OperationalError) and ("full" in str(exc) or "I/O" in str(exc)):
+                raise IncompleteError(f"cannot open the ledger {self.path}: {exc}") from None  # the disk's, not the input's
             raise InputError(f"cannot open the ledger {self.path}: {exc}") from None
 
     def has_ledger(self) -> bool:
@@ -202,6 +204,10 @@ class SqliteDatabase:
 
     @contextmanager
     def transaction(self, write: bool = False) -> Iterator[Transaction]:
+        with driver_errors(self.where, sqlite3.Error, sqlite3.IntegrityError):
+            yield from self._transaction(write)
+
+    def _transaction(self, write: bool) -> Iterator[Transaction]:
         cursor = self._connection.cursor()
         try:
             # IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so two
@@ -216,7 +222,10 @@ class SqliteDatabase:
             yield Transaction(cursor, _as_written)
         except BaseException:
             if self._connection.in_transaction:
-                cursor.execute("ROLLBACK")
+                try:
+                    cursor.execute("ROLLBACK")
+                except sqlite3.Error:  # a disk that failed the write may fail this too: SQLite rolls back on close
+                    pass
             raise
         else:
             cursor.execute("COMMIT")
@@ -291,7 +300,9 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self, write: bool = False) -> Iterator[Transaction]:
-        with self._connection.transaction():
+        import psycopg
+
+        with driver_errors(self.where, psycopg.Error, psycopg.IntegrityError), self._connection.transaction():
             with self._connection.cursor() as cursor:
                 transaction = Transaction(cursor, _for_psycopg)
                 if write:
@@ -353,6 +364,29 @@ def _check_postgres_url(url: str) -> None:
     port = str(parameters.get("port", "5432"))
     if not all(p.strip().isascii() and p.strip().isdigit() for p in port.split(",")):
         raise InputError(f"ledger URL {redacted(url)!r}: port {redacted(port)!r} is not a number")
+
+
+@contextmanager
+def driver_errors(where: str, errors: type[Exception], contradictions: type[Exception]) -> Iterator[None]:
+    """A database error inside a transaction as opsctl's own, in one line naming the ledger:
+    a write the schema refuses (two open repairs of one part) or text no database can hold (a
+    lone UTF-16 surrogate) is bad input (2); a full disk, an I/O error or a lost server is
+    incomplete (3). The transaction is rolled back either way: nothing was written."""
+    try:
+        yield
+    except contradictions as exc:
+        raise InputError(f"the ledger {where} refused the write, which contradicts what it holds: {_reason(exc)}; "
+                         "nothing was written") from None
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+        raise InputError(f"the ledger {where} cannot store text with {ascii(bad)} in it ({exc.reason}: not "
+                         "valid UTF-8); nothing was written") from None
+    except errors as exc:
+        if "file is not a database" in str(exc):  # SQLite's word for a file that is something else: bad input
+            raise InputError(f"cannot open the ledger {where}: {_reason(exc)}") from None
+        raise IncompleteError(f"the ledger {where}: {_reason(exc)}; nothing was written") from None
+    except OSError as exc:
+        raise IncompleteError(f"the ledger {where}: {exc.strerror or exc}; nothing was written") from None
 
 
 def _reason(exc: BaseException) -> str:

@@ -94,6 +94,9 @@ MIGRATIONS = [
             recorded_at TEXT NOT NULL)""",
         "CREATE INDEX drains_by_node ON drains (node, drained_at)",
     ]),
+    (3, "runs: when each run started, so that two runs of one rack that overlap in time are refused", [
+        "ALTER TABLE runs ADD COLUMN started_at TEXT",  # NULL: recorded without its start, the run is its finish
+    ]),
 ]
 
 LATEST = MIGRATIONS[-1][0]

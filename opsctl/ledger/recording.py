@@ -57,6 +57,9 @@ class RecordingSession:
         """The rack's facts; a rack new to the ledger is added from the inventory or `model`."""
         recorded = tx.row("SELECT rack, model, gpus FROM racks WHERE rack = :rack", {"rack": name})
         facts = self.parts.rack_facts(name, recorded, model)
+        if model and model != facts.model:  # the document's model is never overridden without a word
+            known = f"recorded as {facts.model}" if recorded else f"a {facts.model} in the inventory"
+            raise InputError(f"rack {name} is {known}, not {model}")
         if recorded is None:
             Ledger.insert(tx, "racks", {"rack": name, "model": facts.model, "gpus": facts.gpus,
                                         "recorded_at": stored(utc_now())})
@@ -174,6 +177,8 @@ def _rack_name(document: dict[str, Any], what: str) -> str:
 
 # --- burn-in and acceptance ---------------------------------------------------------------
 def _verdict(document: dict[str, Any], what: str) -> str:
+    if document.get("interrupted") is True:  # stopped before every tray reported: incomplete, whatever it saw (README)
+        return "incomplete"
     for field in ("verdict", "status", "result"):
         word = document.get(field)
         if isinstance(word, str) and word.lower() in _VERDICT_WORDS:
@@ -274,7 +279,9 @@ def record_burnin(summary: Any, ledger: Ledger | None = None, *, kind: str | Non
                 failing.append(entry)
             identity = _run_identity(document)
             key = content_key("run", identity) if identity else content_key("run", run_kind, finished, document)
-            record = {"key": key, "rack": rack, "kind": run_kind, "finished_at": finished, "verdict": verdict,
+            started = stored(document["created"], "the document's 'created'") if document.get("created") else None
+            record = {"key": key, "rack": rack, "kind": run_kind, "started_at": started, "finished_at": finished,
+                      "verdict": verdict,
                       "failing_parts": failing, "source": str(source) if source else None,
                       "recorded_at": stored(utc_now())}
             new, updated = _put_run(tx, record)
@@ -302,14 +309,34 @@ def _run_identity(document: dict[str, Any]) -> str | None:
 
 def _put_run(tx: Transaction, record: Record) -> tuple[bool, bool]:
     """Insert the run, or bring its row up to this judgment of it: (new, updated)."""
+    refuse_overlap(tx, record)
     if Ledger.insert(tx, "runs", record):
         return True, False
     present = Ledger.select(tx, "runs", "key = :key", {"key": record["key"]})[0]
     judged = ("kind", "verdict", "failing_parts")
     if all(present[c] == record[c] for c in judged):
         return False, False  # the same judgment again (a resume of a finished run): nothing changes
-    Ledger.update(tx, "runs", record["key"], {c: record[c] for c in (*judged, "finished_at", "source")})
+    Ledger.update(tx, "runs", record["key"], {c: record[c] for c in (*judged, "started_at", "finished_at", "source")})
     return False, True
+
+
+def refuse_overlap(tx: Transaction, record: Record) -> None:
+    """One run of a rack at a time: a run whose time (started_at to finished_at; a run recorded
+    without its start is its finish) overlaps another run of the rack is refused, naming that one.
+    Both loaded the rack at once, so neither's figures can be trusted (issue 28)."""
+    if record.get("started_at") and record["started_at"] > record["finished_at"]:
+        raise InputError(f"run {record['key']}: started {record['started_at']}, after it finished {record['finished_at']}")
+    start = record.get("started_at") or record["finished_at"]
+    other = tx.row("SELECT key, kind, started_at, finished_at, source FROM runs WHERE rack = :rack AND key <> :key "
+                   "AND COALESCE(started_at, finished_at) < :end AND :start < finished_at "
+                   "ORDER BY finished_at, key", {"rack": record["rack"], "key": record["key"], "start": start,
+                                                 "end": record["finished_at"]})
+    if other is not None:
+        when = f"{other['started_at'] or other['finished_at']} to {other['finished_at']}"
+        source = f", from {other['source']}" if other["source"] else ""
+        raise InputError(f"rack {record['rack']}: this run ({start} to {record['finished_at']}) overlaps {other['kind']} "
+                         f"run {other['key']} ({when}{source}) already in the ledger: one run of a rack at a time; "
+                         "nothing was recorded")
 
 
 # --- triage --------------------------------------------------------------------------------

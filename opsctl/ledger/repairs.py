@@ -97,6 +97,8 @@ def close_repair(part_id: str, ledger: Ledger | None = None, *, by: str, at: Mom
         for name, moment in (("--at", closed_at), ("--back-in-service", in_service)):
             if moment < repair["opened_at"]:
                 raise InputError(f"{name} {moment} is before the repair was opened ({repair['opened_at']})")
+        if in_service < closed_at:  # back in service before the repair ended: times out of order
+            raise InputError(f"--back-in-service {in_service} is before the repair was closed ({closed_at})")
         changes = {"closed_by": by, "closed_at": closed_at, "back_in_service_at": in_service,
                    "replaced": replaced, "rma_ids": list(rma_ids)}
         if details:

@@ -27,7 +27,7 @@ Record = dict[str, Any]  # a row as a dict, column -> value (JSON columns as lis
 # which is also the order an import inserts them (the foreign keys need it).
 TABLES = {
     "racks": ("rack", "model", "gpus", "handover_at", "retired_at", "recorded_at"),
-    "runs": ("key", "rack", "kind", "finished_at", "verdict", "failing_parts", "source", "recorded_at"),
+    "runs": ("key", "rack", "kind", "started_at", "finished_at", "verdict", "failing_parts", "source", "recorded_at"),
     "triages": ("key", "rack", "at", "healthy", "suspects", "chosen_part", "chosen_action", "source", "recorded_at"),
     "incidents": ("key", "rack", "occurred_at", "part", "kind", "origin", "triage_key", "note", "recorded_at"),
     "repairs": ("key", "incident_key", "rack", "part", "kind", "action", "details", "gpus_idled", "opened_by",

@@ -28,12 +28,12 @@ import yaml
 
 from opsctl.errors import InputError
 from opsctl.input_checks import check_depth, kind_of, shown
-from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession
-from opsctl.ledger.store import JSON_COLUMNS, TABLES, Ledger, Record, content_key
+from opsctl.ledger.recording import RUN_KINDS, VERDICTS, RecordingSession, refuse_overlap
+from opsctl.ledger.store import JSON_COLUMNS, KEY_COLUMN, TABLES, Ledger, Record, content_key
 from opsctl.ledger.timestamps import stored, utc_now
 from opsctl.regular_files import read_regular_text
 from opsctl.runs.atomic_file import write_bytes_atomic
-from opsctl.yaml_input import parse_json
+from opsctl.yaml_input import parse_json, unique_keys
 
 if TYPE_CHECKING:
     from opsctl.ledger.database import Transaction
@@ -43,9 +43,9 @@ FilePath = str | os.PathLike[str]
 # (table, raw record, where): `where()` names the file and line of the record, for an error
 ReadRecord = tuple[str, dict[str, Any], Callable[[], str]]
 FORMAT = "opsctl-ledger/1"
-KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep"}
-TIME_COLUMNS = {"handover_at", "retired_at", "recorded_at", "finished_at", "at", "occurred_at", "opened_at",
-                "closed_at", "back_in_service_at"}
+KEY_PREFIX = {"runs": "run", "triages": "tri", "incidents": "inc", "repairs": "rep", "drains": "drn"}
+TIME_COLUMNS = {"handover_at", "retired_at", "recorded_at", "started_at", "finished_at", "at", "occurred_at", "opened_at",
+                "closed_at", "back_in_service_at", "drained_at", "resumed_at"}
 INT_COLUMNS = {"gpus", "gpus_idled"}
 # Columns an imported record must have; the rest are optional or derived (rack from the part,
 # kind from the topology, GPUs idled from the action).
@@ -55,7 +55,16 @@ REQUIRED = {
     "triages": ("rack", "at", "healthy"),
     "incidents": ("occurred_at", "part"),
     "repairs": ("part", "action", "opened_by", "opened_at"),
+    "drains": ("node", "part", "action", "reason", "drained_at", "drained_by"),
 }
+# What makes two records one whatever else they say: one repair of a part opened at one moment
+# is closed once (the same repair with two close times is a contradiction, not two repairs). A
+# record of these tables without a key gets its key from its identity; others, from all they say.
+IDENTITY = {
+    "repairs": ("part", "opened_at"),
+}
+# Columns that say where a row came from, not what happened: they never contradict.
+PROVENANCE = {"recorded_at", "source"}
 
 
 # --- export --------------------------------------------------------------------------------
@@ -139,7 +148,7 @@ def _json_line(text: str, table: str, index: int) -> int | None:
 def _json_records(path: FilePath) -> Iterator[ReadRecord]:
     text = _read_text(path)
     try:
-        document = check_depth(json.loads(text), path)
+        document = check_depth(json.loads(text, object_pairs_hook=unique_keys), path)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} line {exc.lineno}: not valid JSON: {exc.msg}") from None
     except (RecursionError, ValueError):  # nested 100,000 deep, a 5,000-digit number
@@ -170,11 +179,14 @@ def _csv_records(path: FilePath, table: str | None) -> Iterator[ReadRecord]:
     table = table or Path(path).stem
     if table not in TABLES:
         raise InputError(f"{path}: which table? name the file after one ({', '.join(f'{t}.csv' for t in TABLES)}) or say --table")
-    text = _read_text(path)
+    text = _read_text(path).removeprefix("\ufeff")  # the byte-order mark a spreadsheet saves "CSV UTF-8" with
     # strict: a quote left open is an error on its line, not a field that swallows the file.
     reader = csv.DictReader(text.splitlines(keepends=True), strict=True)
     try:
         header = reader.fieldnames or []
+        twice = sorted({c for c in header if header.count(c) > 1})
+        if twice:  # DictReader would keep the last of the two cells and say nothing
+            raise InputError(f"{path} line 1: column(s) {', '.join(c[:60] for c in twice)} given twice in the header")
         unknown = [c for c in header if c not in TABLES[table]]
         if unknown:
             raise InputError(f"{path} line 1: unknown column(s) {', '.join(c[:60] for c in unknown)} "
@@ -242,7 +254,13 @@ def _field_value(column: str, value: Any) -> Any:
         raise InputError(f"must be text, got {kind_of(value)} {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(f"must be text, got {value!r}")
-    return str(value)
+    text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone UTF-16 surrogate ("\udc80" in JSON): no database can store it
+        raise InputError(f"not valid text: {ascii(text[exc.start:exc.end])} at character {exc.start + 1} "
+                         f"is {exc.reason}") from None
+    return text
 
 
 def _checked(table: str, raw: dict[str, Any], session: RecordingSession, tx: Transaction) -> Record:
@@ -263,7 +281,13 @@ def _checked(table: str, raw: dict[str, Any], session: RecordingSession, tx: Tra
     record.setdefault("recorded_at", stored(utc_now()))
     if table == "racks":
         facts = session.parts.rack_facts(record["rack"], None, record.get("model"))
+        if record.get("model") and record["model"] != facts.model:  # the inventory's word, never silently over the file's
+            raise InputError(f"field model: {record['model']!r}, but rack {record['rack']} is a {facts.model} "
+                             "in the inventory")
+        if record.get("gpus") is not None and not 0 < record["gpus"] <= facts.gpus:
+            raise InputError(f"field gpus: {record['gpus']:,}, but a {facts.model} rack has {facts.gpus} GPUs")
         record["model"], record["gpus"] = facts.model, record.get("gpus") or facts.gpus
+        _in_order(record, ("handover_at", "retired_at"))
         return record
     if "part" in record:
         record.setdefault("rack", record["part"].split("/", 1)[0])
@@ -281,6 +305,7 @@ def _checked(table: str, raw: dict[str, Any], session: RecordingSession, tx: Tra
                 entry["explained_by"] = session.parts.part(str(item["explained_by"]), facts).id
             failing.append(entry)
         record["failing_parts"] = failing
+        _in_order(record, ("started_at", "finished_at"))
     if table == "triages":
         record.setdefault("suspects", [])
         if record.get("chosen_part"):
@@ -292,23 +317,65 @@ def _checked(table: str, raw: dict[str, Any], session: RecordingSession, tx: Tra
         record["kind"] = part.kind
     if table == "incidents":
         record.setdefault("origin", "import")
+    if table == "drains":
+        _in_order(record, ("drained_at", "resumed_at"))
     if table == "repairs":
         action = session.parts.action(record["action"])
         if record.get("gpus_idled") is None:
             record["gpus_idled"] = session.parts.gpus_idled(part, action, facts)
         record.setdefault("rma_ids", [])
-        for column in ("closed_at", "back_in_service_at"):
-            if record.get(column) and record[column] < record["opened_at"]:
-                raise InputError(f"field {column}: {record[column]} is before opened_at {record['opened_at']}")
+        if record["gpus_idled"] > facts.gpus:
+            raise InputError(f"field gpus_idled: {record['gpus_idled']:,}, but rack {facts.name} has {facts.gpus} GPUs")
+        if record.get("back_in_service_at") and not record.get("closed_at"):
+            raise InputError("field back_in_service_at: set, but the repair is not closed (no closed_at)")
+        _in_order(record, ("opened_at", "closed_at"), ("opened_at", "back_in_service_at"),
+                  ("closed_at", "back_in_service_at"))
         if record.get("incident_key") and not tx.row("SELECT key FROM incidents WHERE key = :key", {"key": record["incident_key"]}):
             raise InputError(f"field incident_key: no incident {record['incident_key']!r} in the ledger or this import")
     if table == "incidents" and record.get("triage_key") and not tx.row(
             "SELECT key FROM triages WHERE key = :key", {"key": record["triage_key"]}):
         raise InputError(f"field triage_key: no triage {record['triage_key']!r} in the ledger or this import")
     if not record.get("key"):
-        content = {c: v for c, v in record.items() if c != "recorded_at"}
-        record["key"] = content_key(KEY_PREFIX[table], table, content)
+        said = {c: record.get(c) for c in IDENTITY[table]} if table in IDENTITY else \
+            {c: v for c, v in record.items() if c != "recorded_at"}
+        record["key"] = content_key(KEY_PREFIX[table], table, said)
     return record
+
+
+def _in_order(record: Record, *pairs: tuple[str, str]) -> None:
+    """Refuse a record whose times run backwards (back in service before the repair closed)."""
+    for first, then in pairs:
+        if record.get(first) and record.get(then) and record[then] < record[first]:
+            raise InputError(f"field {then}: {record[then]} is before {first} {record[first]}")
+
+
+def _same_record(tx: Transaction, table: str, record: Record) -> Record | None:
+    """The row already in the ledger (or this import) that is `record`: the same key, or the same identity."""
+    rows = Ledger.select(tx, table, f"{KEY_COLUMN[table]} = :key", {"key": record[KEY_COLUMN[table]]})
+    if not rows and table in IDENTITY:
+        where = " AND ".join(f"{c} = :{c}" for c in IDENTITY[table])
+        rows = Ledger.select(tx, table, where, {c: record.get(c) for c in IDENTITY[table]})
+    return rows[0] if rows else None
+
+
+def _merge(table: str, present: Record, record: Record) -> Record:
+    """What the import adds to the row already there: the fields the ledger does not have yet (a
+    repair closed since it was exported open). A field both give, differently, is a contradiction:
+    refused (InputError) naming the row — never dropped as "already there", never a second row."""
+    empty: tuple[Any, ...] = (None, "", [])
+    fill = {}
+    for column in TABLES[table]:
+        if column in PROVENANCE or column == KEY_COLUMN[table] or record.get(column) in empty:
+            continue
+        if present[column] in empty:
+            fill[column] = record[column]
+        elif present[column] != record[column]:
+            key = present[KEY_COLUMN[table]]
+            same = "key" if key == record[KEY_COLUMN[table]] else f"{' and '.join(IDENTITY[table])}"
+            raise InputError(f"contradicts {table} record {key} already in the ledger or this import, of the same "
+                             f"{same}: {column} is {shown(present[column])} there, {shown(record[column])} here; "
+                             "nothing imported (correct one of the two)")
+    return fill
 
 
 def import_files(ledger: Ledger, paths: Iterable[FilePath] = (), *, table: str | None = None, parts: Parts | None = None,
@@ -326,17 +393,43 @@ def import_files(ledger: Ledger, paths: Iterable[FilePath] = (), *, table: str |
                     continue
                 try:
                     record = _checked(name, raw, session, tx)
+                    present = _same_record(tx, name, record)
+                    if present is not None:
+                        # Already known: the import may only fill in what is missing; a field it
+                        # says otherwise is refused, naming both records.
+                        fill = _merge(name, present, record)
+                        if fill:
+                            merged = {**present, **fill}
+                            _checked_again(name, merged)
+                            Ledger.update(tx, name, present[KEY_COLUMN[name]], fill)
+                        counts[name]["present"] += 1
+                        continue
+                    _one_open_repair(tx, name, record)
+                    if name == "runs":
+                        refuse_overlap(tx, record)
+                    Ledger.insert(tx, name, record)
                 except InputError as exc:
                     raise InputError(f"{where()}: {exc}") from None
-                if name == "racks" and tx.row("SELECT rack FROM racks WHERE rack = :rack", {"rack": record["rack"]}):
-                    # A rack already known keeps its row; the import may only fill in what is missing.
-                    known = Ledger.select(tx, "racks", "rack = :rack", {"rack": record["rack"]})[0]
-                    fill = {c: record[c] for c in ("handover_at", "retired_at") if record.get(c) and not known[c]}
-                    if fill:
-                        Ledger.update(tx, "racks", record["rack"], fill)
-                    counts[name]["present"] += 1
-                    continue
-                added = Ledger.insert(tx, name, record)
-                counts[name]["added" if added else "present"] += 1
+                counts[name]["added"] += 1
     return counts
+
+
+def _checked_again(table: str, merged: Record) -> None:
+    """A row filled in from an import still holds together (its times in order)."""
+    if table == "repairs":
+        _in_order(merged, ("opened_at", "closed_at"), ("closed_at", "back_in_service_at"))
+    if table == "racks":
+        _in_order(merged, ("handover_at", "retired_at"))
+    if table == "drains":
+        _in_order(merged, ("drained_at", "resumed_at"))
+
+
+def _one_open_repair(tx: Transaction, table: str, record: Record) -> None:
+    """One open repair per part (the schema's index says so too): a second is refused by name."""
+    if table != "repairs" or record.get("closed_at"):
+        return
+    other = tx.row("SELECT key FROM repairs WHERE part = :part AND closed_at IS NULL", {"part": record["part"]})
+    if other:
+        raise InputError(f"a second open repair of {record['part']}: repair {other['key']} of it is open in the "
+                         "ledger or this import (close one: give it closed_at)")
 

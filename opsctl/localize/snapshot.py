@@ -45,7 +45,7 @@ from opsctl.input_checks import MAX_COUNTER, check_depth, shown
 from opsctl.localize.evidence import COUNTERS, recorded_gpu_xids
 from opsctl.rack_models import MODELS, RackModel
 from opsctl.regular_files import read_regular_text
-from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml
+from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml, unique_keys
 
 if TYPE_CHECKING:  # the schema imports msgspec: only when a snapshot is read
     from opsctl.localize.parts import PartIndex
@@ -105,7 +105,7 @@ def _load(path: str | Path) -> Any:
     # JSON is the format; a large fleet file parses an order of magnitude faster with json.
     text = read_regular_text(path)  # a FIFO or /dev/zero: refused in one line, within the cap
     try:
-        return check_depth(json.loads(text, parse_constant=_not_a_number), path)
+        return check_depth(json.loads(text, parse_constant=_not_a_number, object_pairs_hook=unique_keys), path)
     except json.JSONDecodeError:
         if len(text) > MAX_WRITTEN_BYTES:  # too large for PyYAML to read in time: JSON's error says where
             return parse_json(text, path)

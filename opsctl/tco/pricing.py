@@ -89,6 +89,13 @@ def price(scenario: Scenario, mttr_model: MttrModel | None = None) -> dict[str, 
                 "effective_joules_per_token", "training_days"):
         figure = figures.get(key)
         document[key] = figure.value if figure else None
+    # A throughput so near zero that no cost or energy per token is a number (5e-324 tokens/s)
+    # prices nothing: the figures are null, and this says why rather than leaving them blank.
+    unpriced = [key for key in ("cost_per_million_tokens", "joules_per_token")
+                if not math.isfinite(figures[key].value)]  # type: ignore[union-attr]  # both set above
+    if unpriced:
+        warnings.insert(0, f"tokens_per_second_per_gpu {tps.value:g} is too small to price: {' and '.join(unpriced)} "
+                           "exceed any number (null here); check workload.tokens_per_second_per_gpu")
     document["warnings"] = warnings
     document["derivations"] = {key: figure.to_dict() for key, figure in figures.items() if figure is not None}
     return _finite(document)

@@ -29,6 +29,7 @@ from opsctl.inventory import load_inventory
 from opsctl.ledger import record_burnin
 from opsctl.regular_files import OutputFolder
 from opsctl.reports import print_summary
+from opsctl.runs.run_lock import RackLock
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -64,6 +65,9 @@ def rack_run_options(command: FC) -> FC:
         click.option("--dry-run", is_flag=True, expose_value=False, callback=_remember,
                      help="With --drain: print the exact scontrol commands the drain would run and run none (the "
                           "probes still run)."),
+        click.option("--force", is_flag=True, expose_value=False, callback=_remember,
+                     help="Run even while another burn-in or acceptance of the rack runs on this machine (both "
+                          "loads skew each other's figures; the ledger still refuses two runs of a rack that overlap)."),
     ]):
         command = option(command)
     return recording_options(reach_options(command))
@@ -73,7 +77,7 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
                      new_plan: Callable[[], Plan], record: bool = True, db: str | None = None) -> NoReturn:
     """Start (or resume) a run, show its progress, print the verdict, record it in the ledger;
     exit with the verdict's code."""
-    via, drain, dry_run = ctx.obj.get("via"), ctx.obj.get("drain"), ctx.obj.get("dry_run")
+    via, drain, dry_run, force = ctx.obj.get("via"), ctx.obj.get("drain"), ctx.obj.get("dry_run"), ctx.obj.get("force")
     if dry_run and not drain:  # refused before the run: the probes run whatever --dry-run says
         raise InputError(f"--dry-run goes with --drain (it shows the drain's scontrol commands); "
                          f"opsctl {kind} runs the probes either way")
@@ -83,12 +87,16 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         if out:
             raise InputError("--out and --resume do not go together: a resumed run stays in its folder")
         run, plan, meta = resume_run(resume)
+        if ctx.get_parameter_source("concurrency") == click.core.ParameterSource.COMMANDLINE:
+            # How many trays work at once is how the rest is reached, not what the run judges.
+            plan = dataclasses.replace(plan, concurrency=ctx.params["concurrency"])
         if plan.kind != kind:
             raise InputError(f"{run.path} is an `opsctl {plan.kind}` run: resume it with opsctl {plan.kind} --resume")
         if rack and rack != meta["rack"]:
             raise InputError(f"{run.path} is a run of rack {meta['rack']}, not {rack}")
         inventory = ctx.find_root().obj.get("inventory") or meta.get("inventory")
         chosen = load_inventory(inventory).rack(meta["rack"])
+        held = None if force else _hold(ctx, chosen.name, kind)  # after the run's own lock: a second --resume says so
         todo = [t.name for t in chosen.trays if t.name not in run.completed_trays()]
         if todo:  # the plan stays the run's: a probe the run left out stays out
             _preflight(ctx, kind, chosen, plan, todo, run.path, as_json, drain and not dry_run)
@@ -99,9 +107,12 @@ def run_rack_command(ctx: click.Context, kind: str, rack: str | None, resume: st
         plan = new_plan()
         if via:
             plan = dataclasses.replace(plan, via=via)
+        held = None if force else _hold(ctx, chosen.name, kind)  # refused before the run folder is made
         with tempfile.TemporaryDirectory(prefix="opsctl-preflight-") as workdir:
             plan = _preflight(ctx, kind, chosen, plan, [t.name for t in chosen.trays], workdir, as_json, drain and not dry_run)
         run = start_run(chosen, plan, out)
+    if held is not None:
+        held.name_run(run.path)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` or a service stop ends the run as Ctrl-C does
     try:
         judgment, summary = execute(chosen, run, plan, progress_console=Console(stderr=True, highlight=False))
@@ -140,6 +151,14 @@ def _preflight(ctx: click.Context, kind: str, rack: Rack, plan: Plan, trays: lis
         plan = dataclasses.replace(plan, probes=tuple(p for p in plan.selected_probes(plan.criteria)
                                                       if p not in checked.skipped))
     return plan
+
+
+def _hold(ctx: click.Context, rack: str, kind: str) -> RackLock:
+    """The rack, for this run (runs/run_lock.py); released as the command ends, however it ends
+    (in-process too: an exception's traceback would otherwise keep it held)."""
+    held = RackLock(rack, kind)
+    ctx.call_on_close(held.release)
+    return held
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:
