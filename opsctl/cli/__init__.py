@@ -1,7 +1,7 @@
 """The `opsctl` command: a thin click group. Each command lives in its own module under
 opsctl/cli/commands/, named like the command, and exposes `command` (a click command or group).
-A module is imported only when its command runs (or help lists it), so start-up stays quick and
-one command's heavy imports never slow or break another.
+A module is imported only when its command runs (help lists them from SUMMARIES), so start-up
+stays quick and one command's heavy imports never slow or break another.
 
 Every error ends as one line on stderr and opsctl's exit code (README, Exit codes):
 2 for bad input, 3 for incomplete work; a bug says so in one line too (OPSCTL_DEBUG=1 shows the
@@ -24,8 +24,50 @@ from opsctl.regular_files import InputFile
 COMMANDS_PACKAGE = "opsctl.cli.commands"
 
 
+# What `opsctl --help` lists for each command: the first sentence of its help, here so that
+# listing them imports none (tests/test_cli_help_listing.py holds each to its command's own).
+SUMMARIES = {
+    'accept': ("Acceptance before handover: burn the rack in for the criteria's duration and judge it by the "
+        'criteria; exit 0 accepted, 1 rejected (what failed is named), 3 incomplete.'),
+    'burnin': ('Burn in a rack: GEMM, memory and NVLink load with every counter read before and after, on all '
+        'trays at once; the verdict names every failing GPU, link and part (exit 1), or says which trays '
+        'did not report (exit 3).'),
+    'drain': ("Drain the Slurm nodes PART's repair takes out of service (a GPU or compute-tray part: its tray's"
+        ' node; a switch tray, cartridge or the RACK: every compute tray of the rack).'),
+    'exporter': "Serve Prometheus metrics of this tray's GPUs (or of a simulated rack) on /metrics.",
+    'fleet': 'Plan fleet runs that Ansible carries out (ansible/burnin.yml); judge them with `opsctl report`.',
+    'health': ('Judge this tray (or RACK/TRAY) by the rulebook from NVML alone, with no load: exit 0 healthy, 1 '
+        'a check failed, 3 the reading was incomplete (never a pass).'),
+    'inventory': 'Racks and trays of the inventory.',
+    'ledger': "The fleet's reliability ledger: record burn-ins and triages, measure MTBI and MTTR.",
+    'localize': 'Name the faulty parts behind link-health snapshots (a file may hold a list of them).',
+    'repair': "Repairs of racks' parts, recorded in the ledger (opsctl ledger).",
+    'report': ('Judge RUN_DIR again as `opsctl burnin` judges and write its reports: a fleet run whose results '
+        "Ansible fetched (rack by rack, and the fleet), or one rack's run folder made by `opsctl burnin` "
+        'or `opsctl accept`.'),
+    'resume': 'Resume the Slurm nodes opsctl drained for PART (or the RACK).',
+    'sim': 'Inspect the simulated racks (opsctl_backend: sim).',
+    'snapshot': ("Read every tray's NVLink counters (deltas over --window) and XIDs into one link-health snapshot,"
+        ' the input of `opsctl localize`.'),
+    'tco': 'Goodput-aware TCO: $/GPU-hour, $/M tokens, J/token, and what failures, repairs and spares cost.',
+    'topology': 'The rack as a graph of parts and NVLink links.',
+    'triage': ('Snapshot every tray, localize the faulty parts, and print each with its evidence, repair action,'
+        ' MTTR, blast radius and runbook.'),
+}
+
+
 class LazyCommands(click.Group):
     """Finds commands by module name in opsctl/cli/commands/ and imports them on first use."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # As click lists them, from SUMMARIES: a command missing there is imported for its help.
+        names = self.list_commands(ctx)
+        shown = [(name, click.Command(name, help=SUMMARIES[name]) if name in SUMMARIES else self.get_command(ctx, name))
+                 for name in names]
+        if shown:
+            limit = formatter.width - 6 - max(len(name) for name in names)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in shown if command])
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         package = importlib.import_module(COMMANDS_PACKAGE)
