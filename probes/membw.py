@@ -9,6 +9,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from probes.check_record import Check, GpuContext
+from probes.peer_throughput import throughput_checks
+from probes.sku_references import References
 from probes.windows import rate_summary, timed_windows
 
 if TYPE_CHECKING:
@@ -38,3 +41,11 @@ def measure(device: ComputeDevice, seconds: float, nbytes: int, window_s: float,
     device.release()
     record(windows, finished=True)
     return progress
+
+
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """membw.gbps against the SKU's figure and the tray's median."""
+    if not gpu.get("membw") or gpu["membw"].get("gbps") is None:
+        return []
+    return throughput_checks(context.component, "membw.gbps", gpu["membw"]["gbps"], "GB/s", refs.sku and refs.sku.get("membw"),
+                             "min_gbps", context.peer_medians.get("membw"), refs, "device-to-device copy")

@@ -5,7 +5,7 @@ that inject each state, read back through NVML as a tray reads it."""
 import pytest
 
 from probes import running_totals
-from probes.judge import load_references
+from probes.sku_references import load_references
 from probes.nvml_reader import NvmlReader
 
 

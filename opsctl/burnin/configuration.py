@@ -15,7 +15,7 @@ from typing import Any
 from collections import Counter
 
 from opsctl.burnin.checks import Check
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 
 def configuration_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from opsctl.burnin.checks import Check
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 
 def fabric_domain_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:

@@ -27,7 +27,7 @@ from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize.evidence import recorded_gpu_xids
 from opsctl.localize.snapshot import TRAY_UNREAD
 from opsctl.runs.tray_names import tray_label
-from probes.judge import is_link_symptom
+from probes.link_rules import is_link_symptom
 
 if TYPE_CHECKING:
     from opsctl.acceptance.criteria import Criteria

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check
 from opsctl.fanout import FanoutOptions, run_on_trays
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack, Tray
