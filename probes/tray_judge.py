@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from probes import gpu_check_families
 from probes.check_record import Check, GpuContext
-from probes.gpu_check_families import GPU_CHECK_FAMILIES, SWITCH_CHECK_FAMILIES
 from probes.peer_throughput import peer_medians
 from probes.sku_references import References
 
@@ -19,7 +19,7 @@ def judge_gpu(gpu: dict[str, Any], refs: References, tray: dict[str, float]) -> 
     """The checks of one GPU entry of the run document; `tray` holds the peer medians."""
     context = GpuContext(component=f"gpu{gpu['index']}", peer_medians=tray)
     checks: list[Check] = []
-    for family in GPU_CHECK_FAMILIES:
+    for family in gpu_check_families.GPU_CHECK_FAMILIES:
         checks += family(gpu, refs, context)
     return checks
 
@@ -34,7 +34,7 @@ def judge_run(document: dict[str, Any], refs: References) -> None:
 def judge_switch_tray(links: list[dict[str, Any]], window_s: float, refs: References) -> list[Check]:
     """The checks of a switch tray's ports over the window."""
     checks: list[Check] = []
-    for family in SWITCH_CHECK_FAMILIES:
+    for family in gpu_check_families.SWITCH_CHECK_FAMILIES:
         checks += family(links, window_s, refs)
     return checks
 

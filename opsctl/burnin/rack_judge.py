@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from opsctl.burnin.checks import Check, worst
 from opsctl.burnin.link_health import link_rows, rack_snapshot
 from opsctl.burnin.parts import LINK_MEASUREMENTS, TRAY_MEASUREMENTS, measured_failures, suspect_parts
-from opsctl.burnin.rack_check_families import RACK_CHECK_FAMILIES
+from opsctl.burnin import rack_check_families
 from opsctl.burnin.rack_evidence import RackEvidence
 from opsctl.burnin.rack_relative import METRICS, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
@@ -109,7 +109,7 @@ def judge_rack(rack: Rack, topology: Topology, documents: dict[str, dict[str, An
     bad = {"fail", "warn"} if criteria.warnings_fail else {"fail"}
     evidence = RackEvidence(rack, criteria, readings.gpus, readings.system, readings.switch_ports, domain_document)
     judged, notes, domain_section = list(readings.checks), list(readings.notes), None
-    for family in RACK_CHECK_FAMILIES:  # what the rack decides, its trays together
+    for family in rack_check_families.RACK_CHECK_FAMILIES:  # what the rack decides, its trays together
         found = family(evidence)
         judged += found.checks
         notes += found.notes
