@@ -10,6 +10,9 @@ Verification, two ways:
 - Its checksum goes into the result: every GPU of a model runs the same seeded GEMM, and the
   rack compares their golden results (opsctl/burnin/golden_results.py) — a GPU that computes
   the same wrong result every time passes both checks above but not that one.
+
+Its check family (`gpu_checks`): the results verified, enough timed windows, the throughput
+against the SKU's figure and the tray's median, and its drop over the burn.
 """
 
 from __future__ import annotations

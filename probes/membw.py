@@ -2,6 +2,7 @@
 
 Bytes are counted read + written (2 × the buffer per copy), as the H200 copy figure measured
 for opsctl's references (about 4.3 TB/s; docs/sources.md) counts them, so the two compare directly.
+Its check family (`gpu_checks`): the figure against the SKU's and the tray's median.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Pairs are copied one at a time (GPU i to GPU j, one direction), so each figure i
 alone. Around the whole matrix, NVML's per-link byte counters say how the copies spread over
 each GPU's links: a copy stripes across every active link, so a degraded link carries less
 than its siblings even when the pair's total looks fine.
+
+Its check family (`gpu_checks`): the slowest peer copy against the SKU's figure, every copy that
+failed, and each link's share of the traffic against the GPU's median link.
 """
 
 from __future__ import annotations

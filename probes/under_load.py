@@ -1,4 +1,5 @@
-"""Clocks, power and temperature sampled while a load runs — once a window, not in a tight loop."""
+"""Clocks, power and temperature sampled while a load runs — once a window, not in a tight loop.
+Its check family (`gpu_checks`): no throttling reason that fails under load, and a temperature read."""
 
 from __future__ import annotations
 
