@@ -38,14 +38,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from probes.backend import BackendError, read_spec
 from probes.check_record import Check, check
-from probes.sku_references import load_references
+from probes.sku_references import References, load_references
 from probes.snapshot import FORMAT
 
 if TYPE_CHECKING:
     import argparse
 
     from probes.compute import CollectiveDevice
-    from probes.sku_references import References
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 OPERATIONS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 from probes.counters import gpu_window, snapshot_link
 from probes.gpu_health import health_checks
 from probes.link_rules import gpu_link, is_link_symptom, link_rule_checks
-from probes.sku_references import load_references
+from probes.sku_references import References, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.kernel_history import KernelHistory, recorded_by_gpu
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
 if TYPE_CHECKING:
-    from probes.sku_references import References
     from probes.nvml_library import NvmlLibrary
     from probes.nvml_reader import GpuReading
     from probes.sim.clock import Clock
