@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TextIO
 from probes.backend import BackendError, open_backend
 from probes.exit_codes import EXIT_INCOMPLETE, EXIT_USAGE
 from probes.hangup import STOP_ON_STDIN_EOF, watch_for_hangup
-from probes.judge import ReferencesError
+from probes.sku_references import ReferencesError
 from probes.run import DEFAULT_DURATION_S, PROBES, RunOptions, TrayRun
 from probes.snapshot import take_snapshot, take_switch_snapshot
 

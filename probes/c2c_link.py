@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from probes.counters import counter_deltas
-from probes.judge import References, check
+from probes.check_record import Check, GpuContext, check
+from probes.sku_references import References
 
 
 def window(before: Any, after: Any) -> dict[str, Any] | None:
@@ -26,8 +27,15 @@ def window(before: Any, after: Any) -> dict[str, Any] | None:
             "read": "both" if before.c2c is not None and after.c2c is not None else "once"}
 
 
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """c2c.links, read with the counters before and after the run (none for a GPU lost or hung)."""
+    if "counters" not in gpu or gpu.get("lost") or gpu.get("hung"):
+        return []
+    return checks(context.component, gpu.get("c2c"), refs, required=(refs.sku or {}).get("host_link") == "c2c")
+
+
 def checks(component: str, c2c: dict[str, Any] | None, refs: References,
-           required: bool = False) -> list[dict[str, Any]]:
+           required: bool = False) -> list[Check]:
     """c2c.links: every NVLink-C2C link active through the run; `required` where the GPU's model
     reaches its CPU over C2C (its reference file's `host_link: c2c`)."""
     rule = refs.rules["c2c"]

@@ -37,14 +37,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from probes.backend import BackendError, read_spec
-from probes.judge import check, load_references
+from probes.check_record import Check, check
+from probes.sku_references import References, load_references
 from probes.snapshot import FORMAT
 
 if TYPE_CHECKING:
     import argparse
 
     from probes.compute import CollectiveDevice
-    from probes.judge import References
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 OPERATIONS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
@@ -513,7 +513,7 @@ def _combine(plan: JobPlan, node_rank: int, reports: list[RankReport]) -> dict[s
 def _judge(document: dict[str, Any], refs: References) -> tuple[dict[str, Any], int]:
     """The tray's checks: its ranks' results verified; and, since every tray holds the job's
     figures, bus bandwidth against the GPU model's floor and the path NCCL took."""
-    checks = document["checks"]
+    checks: list[Check] = document["checks"]
     if document["status"] != "complete":
         checks.append(check("collective.complete", "tray", "incomplete", "did not finish", "finished", "", "!=",
                             "a collective that cannot form or finish is not a pass", "; ".join(document["errors"])))

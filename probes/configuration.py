@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes.judge import check
+from probes.check_record import Check, GpuContext, check
+from probes.sku_references import References
 
 MODES = {0: "disabled", 1: "enabled"}  # nvml.h NVML_FEATURE_DISABLED / ENABLED, NVML_DEVICE_MIG_DISABLE / ENABLE
 
@@ -68,10 +69,15 @@ def _nvlink_speed(nvml: Any, handle: Any, unread: dict[str, str]) -> int | None:
     return int(value.value.uiVal)
 
 
-def checks(component: str, config: dict[str, Any], rules: dict[str, Any]) -> list[dict[str, Any]]:
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """The configuration every GPU must run, where it was read."""
+    return checks(context.component, gpu["configuration"], refs.rules) if gpu.get("configuration") else []
+
+
+def checks(component: str, config: dict[str, Any], rules: dict[str, Any]) -> list[Check]:
     """What must hold on every GPU: ECC enabled, MIG disabled, the default power limit and clocks."""
     rule = rules["configuration"]
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     ecc = config.get("ecc_mode")
     if ecc is None:
         found.append(check("config.ecc_mode", component, "incomplete", None, "enabled", "mode", "!=",

@@ -10,6 +10,9 @@ Verification, two ways:
 - Its checksum goes into the result: every GPU of a model runs the same seeded GEMM, and the
   rack compares their golden results (opsctl/burnin/golden_results.py) — a GPU that computes
   the same wrong result every time passes both checks above but not that one.
+
+Its check family (`gpu_checks`): the results verified, enough timed windows, the throughput
+against the SKU's figure and the tray's median, and its drop over the burn.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from probes.check_record import Check, GpuContext, check, compare
 from probes.compute import UNIT_ROUNDOFF
+from probes.peer_throughput import throughput_checks
+from probes.sku_references import References
 from probes.windows import rate_summary, timed_windows
 
 if TYPE_CHECKING:
@@ -30,6 +36,8 @@ TOLERANCE_SOURCE = (
     "reductions, plus Higham's bound K·u for the float32 accumulation of K products "
     "(Accuracy and Stability of Numerical Algorithms, 2002, eq. 3.5)"
 )
+GPU_BURN_SOURCE = ("gpu-burn's check: every result compared element by element with the first; cuBLAS "
+                   "results are bit-wise reproducible on one GPU (cuBLAS documentation, Results reproducibility)")
 
 
 def flops(n: int) -> float:
@@ -107,3 +115,55 @@ def burn(device: ComputeDevice, dtype: str, seconds: float, n: int, window_s: fl
     device.release()
     record(windows, finished=True)
     return progress
+
+
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """Each dtype's GEMM burn: verified results, throughput against the SKU and the tray."""
+    found: list[Check] = []
+    for dtype, result in (gpu.get("gemm") or {}).items():
+        found += gemm_checks(context.component, dtype, result, refs, context.peer_medians)
+    return found
+
+
+def gemm_checks(component: str, dtype: str, result: dict[str, Any], refs: References,
+                tray: dict[str, float]) -> list[Check]:
+    if "skipped" in result:
+        return []
+    name = f"gemm.{dtype}"
+    enough = refs.rules["min_evidence"]
+    windows = len(result.get("tflops_windows") or [])
+    if "checks" not in result:  # stopped before its first verified result: nothing of it to judge
+        return [check(f"{name}.windows", component, "incomplete", 0, enough["gemm_windows"], "timed windows", "<",
+                      enough["gemm_source"], f"{dtype} GEMM stopped before its first verified result")]
+    checks = [] if windows >= enough["gemm_windows"] else [
+        check(f"{name}.windows", component, "incomplete", windows, enough["gemm_windows"], "timed windows", "<",
+              enough["gemm_source"], f"{windows} timed window(s) of {dtype} GEMM ({result['checks']} results verified) "
+              f"in {result.get('seconds', 0):g} s: too short a load for a verdict, at least {enough['gemm_windows']} "
+              f"windows needed (a longer --duration)")]
+    checks += [
+        compare(f"{name}.mismatches", component, result["mismatches"], ">", 0, "wrong elements", GPU_BURN_SOURCE,
+                _corruption(result) if result["mismatches"] else f"all {result['checks']} results identical"),
+        compare(f"{name}.reference", component, result["max_rel_error"], ">", result["tolerance"],
+                "relative to the largest element", TOLERANCE_SOURCE,
+                f"result differs from a float64 reference by {result['max_rel_error']:.3g} (tolerance {result['tolerance']:.3g})"),
+    ]
+    median = result.get("tflops_median")
+    if median is None:
+        return checks
+    sku = (refs.sku or {}).get("gemm", {}).get(dtype)
+    checks += throughput_checks(component, f"{name}.tflops", median, "TFLOPS", sku, "min_tflops", tray.get(name), refs,
+                                 f"{dtype} GEMM {result['n']}³, median of {len(result['tflops_windows'])} windows")
+    rule = refs.rules["gemm_drop"]
+    if result.get("drop_pct") is not None:
+        checks.append(compare(f"{name}.drop_pct", component, result["drop_pct"], ">", rule["max_pct"], "%", rule["source"],
+                              f"throughput fell {result['drop_pct']:.1f}% from the first to the last quarter of the burn "
+                              f"(min window {result['tflops_min']:.0f} TFLOPS)"))
+    return checks
+
+
+def _corruption(result: dict[str, Any]) -> str:
+    reason = (f"silent data corruption: {result['mismatches']} wrong elements in {result['corrupted_results']} of "
+              f"{result['checks']} results")
+    if result["corrupted_results"] == result["checks"]:
+        reason += "; every result differs from the first, so the first (golden) result was itself wrong"
+    return reason

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from probes.compute import ComputeDevice
-from probes.judge import compare
+from probes.check_record import Check, GpuContext, compare
+from probes.sku_references import References
 
 COPY_BYTES = 256 * 2**20  # each copy: large enough that per-copy latency does not count (DCGM's Blackwell copies are 512 MiB)
 ITERATIONS = 8
@@ -43,8 +44,15 @@ def pcie_gbps(generation: int | None, width: int | None) -> float | None:
     return PCIE_LANE_GBPS[generation] * width
 
 
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """The pinned copies, judged against the PCIe link the configuration reading read."""
+    if not gpu.get("host_copy"):
+        return []
+    return checks(context.component, gpu["host_copy"], gpu.get("host_link"), refs.rules)
+
+
 def checks(component: str, copy: dict[str, Any], link: dict[str, Any] | None,
-           rules: dict[str, Any]) -> list[dict[str, Any]]:
+           rules: dict[str, Any]) -> list[Check]:
     """host_link.h2d_bandwidth and host_link.d2h_bandwidth, where the host link is PCIe."""
     rule = rules["host_link"]["pinned_copy"]
     link = link or {}
@@ -52,7 +60,7 @@ def checks(component: str, copy: dict[str, Any], link: dict[str, Any] | None,
     if best is None:
         return []  # GB200 (C2C), or the link was not read: shown, not judged
     floor = round(rule["min_ratio"] * best, 2)
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     for name in DIRECTIONS:
         gbps = copy.get(f"{name}_gbps")
         if gbps is None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.judge import check, compare
+from probes.check_record import Check, GpuContext, check, compare
+from probes.sku_references import References
 
 CALLS = {"generation": "nvmlDeviceGetCurrPcieLinkGeneration", "max_generation": "nvmlDeviceGetGpuMaxPcieLinkGeneration",
          "width": "nvmlDeviceGetCurrPcieLinkWidth", "max_width": "nvmlDeviceGetMaxPcieLinkWidth",
@@ -74,9 +75,16 @@ def window(before: Link, after: Link) -> Link:
     return link
 
 
-def checks(component: str, link: Link, rules: dict[str, Any], required: bool = False) -> list[dict[str, Any]]:
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """The host link over the run, where it was read; a PCIe link must be, where the SKU says `host_link: pcie`."""
+    if not gpu.get("host_link"):
+        return []
+    return checks(context.component, gpu["host_link"], refs.rules, required=(refs.sku or {}).get("host_link") == "pcie")
+
+
+def checks(component: str, link: Link, rules: dict[str, Any], required: bool = False) -> list[Check]:
     rule = rules["host_link"]
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     for what, best in (("generation", "max_generation"), ("width", "max_width")):
         source = rule[f"pcie_{what}"]["source"]
         if link.get(what) is None or link.get(best) is None:
@@ -97,7 +105,7 @@ def checks(component: str, link: Link, rules: dict[str, Any], required: bool = F
     return found
 
 
-def _aer_checks(component: str, link: Link, rule: dict[str, Any]) -> list[dict[str, Any]]:
+def _aer_checks(component: str, link: Link, rule: dict[str, Any]) -> list[Check]:
     """host_link.pcie_aer: any uncorrectable (non-fatal or fatal) PCIe error of the run fails;
     host_link.pcie_aer_correctable: correctable ones a minute above DCGM's pcie plugin limit fail,
     judged, as DCGM does, only over a window of a minute or more."""

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 from typing import Any
 
-from probes.judge import check, load_references
+from probes.check_record import Check, check
+from probes.sku_references import load_references
 from probes.snapshot import FORMAT
 
 CHANNELS_DIR = "/dev/nvidia-caps-imex-channels"
@@ -40,7 +41,7 @@ def imex_document(tray: str | None, backend_kind: str, reading: dict[str, Any]) 
     """(document, exit code): the reading and its two checks."""
     source = load_references().rules["imex"]["source"]
     service, channels = reading.get("service"), reading.get("channels") or []
-    checks: list[dict[str, Any]] = []
+    checks: list[Check] = []
     if service is None:
         checks.append(check("imex.service", "tray", "incomplete", None, "active", "", "!=", source,
                             f"cannot tell whether {SERVICE} runs (no systemctl answer)"))

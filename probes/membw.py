@@ -2,6 +2,7 @@
 
 Bytes are counted read + written (2 × the buffer per copy), as the H200 copy figure measured
 for opsctl's references (about 4.3 TB/s; docs/sources.md) counts them, so the two compare directly.
+Its check family (`gpu_checks`): the figure against the SKU's and the tray's median.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from probes.check_record import Check, GpuContext
+from probes.peer_throughput import throughput_checks
+from probes.sku_references import References
 from probes.windows import rate_summary, timed_windows
 
 if TYPE_CHECKING:
@@ -38,3 +42,11 @@ def measure(device: ComputeDevice, seconds: float, nbytes: int, window_s: float,
     device.release()
     record(windows, finished=True)
     return progress
+
+
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """membw.gbps against the SKU's figure and the tray's median."""
+    if not gpu.get("membw") or gpu["membw"].get("gbps") is None:
+        return []
+    return throughput_checks(context.component, "membw.gbps", gpu["membw"]["gbps"], "GB/s", refs.sku and refs.sku.get("membw"),
+                             "min_gbps", context.peer_medians.get("membw"), refs, "device-to-device copy")

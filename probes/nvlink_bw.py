@@ -4,14 +4,21 @@ Pairs are copied one at a time (GPU i to GPU j, one direction), so each figure i
 alone. Around the whole matrix, NVML's per-link byte counters say how the copies spread over
 each GPU's links: a copy stripes across every active link, so a degraded link carries less
 than its siblings even when the pair's total looks fine.
+
+Its check family (`gpu_checks`): the slowest peer copy against the SKU's figure, every copy that
+failed, and each link's share of the traffic against the GPU's median link.
 """
 
 from __future__ import annotations
 
+import statistics
 import threading
 from typing import TYPE_CHECKING, Any
 
+from probes.check_record import Check, GpuContext, check, compare
 from probes.compute import DeviceError
+from probes.link_rules import gpu_link, per_link
+from probes.sku_references import References
 from probes.windows import rate_summary, timed_windows
 
 if TYPE_CHECKING:
@@ -75,3 +82,34 @@ def link_rates(before: dict[int, dict[str, float | None]], after: dict[int, dict
             moved += value - earlier
         rates[str(port)] = round(moved / window_s / 1e9, 3) if counted and window_s > 0 else None
     return rates
+
+
+PEER_COPY_SOURCE = "a pair of GPUs that cannot copy to each other has no NVLink path (links down, fabric not routing)"
+
+
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """The peer copies: the slowest against the SKU's figure, a copy that failed, what each link carried."""
+    return peer_copy_checks(context.component, gpu["nvlink"], refs) if gpu.get("nvlink") else []
+
+
+def peer_copy_checks(component: str, nvlink: dict[str, Any], refs: References) -> list[Check]:
+    checks: list[Check] = []
+    peers = nvlink.get("peer_gbps") or {}
+    figure = (refs.sku or {}).get("nvlink_peer")
+    if peers and figure:
+        worst = min(peers, key=lambda peer: peers[peer])
+        checks.append(compare("nvlink.peer_gbps", component, peers[worst], "<", figure["min_gbps"], "GB/s", figure["source"],
+                              f"slowest peer copy: to gpu{worst} at {peers[worst]:.0f} GB/s"))
+    for peer, error in sorted((nvlink.get("peer_errors") or {}).items()):
+        checks.append(check("nvlink.peer_copy", component, "fail", error, None, "error", "raised", PEER_COPY_SOURCE,
+                            f"copy to gpu{peer} failed: {error}"))
+    traffic = [{"port": int(port), "gbps": gbps} for port, gbps in (nvlink.get("link_gbps") or {}).items()
+               if gbps is not None]
+    if len(traffic) >= 2:
+        rule = refs.rules["link_traffic"]
+        median = statistics.median(link["gbps"] for link in traffic)
+        floor = round(median * rule["min_share_of_median"], 3)
+        checks += per_link("nvlink.link_traffic", traffic, lambda link: link["gbps"], "<", floor, "GB/s", rule["source"],
+                           lambda label, value: f"{label} carried {value:.1f} GB/s of the peer copies, the GPU's median "
+                           f"link {median:.1f} GB/s", gpu_link(component), component)
+    return checks

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from probes.compute import DTYPES, ComputeDevice, DeviceError
-from probes.judge import References, check
+from probes.check_record import Check, GpuContext, check
+from probes.sku_references import References
 
 READ_AT = 0.8  # of a load step: when it is read
 STEP_S = 1.0  # one load step, and one idle step: NVML's power reading averages over 1 s (nvmlDeviceGetPowerUsage)
@@ -116,7 +117,11 @@ def xids_during(section: dict[str, Any], xids: list[dict[str, Any]]) -> list[dic
     return [event for event in xids if start <= event.get("time", -1.0) <= end + STEP_S]
 
 
-def checks(component: str, gpu: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    return checks(context.component, gpu, refs)
+
+
+def checks(component: str, gpu: dict[str, Any], refs: References) -> list[Check]:
     """power.pulse.clocks_event_reasons: no power brake (fail) and no HW slowdown (warn: NVML says
     it may also show at a clock change) in any reading of the steps."""
     section = gpu.get("pulse")

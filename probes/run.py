@@ -27,7 +27,9 @@ from probes.compute.bounded import bounded_devices
 from probes.gpu_deadline import COMPUTE_DEADLINE_S, NVML_DEADLINE_S
 from probes.counters import gpu_window
 from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
-from probes.judge import check, judge_run, load_references, switch_checks, worst_verdict
+from probes.check_record import check
+from probes.sku_references import load_references
+from probes.tray_judge import judge_run, judge_switch_tray, worst_verdict
 from probes.kernel_history import recorded_by_gpu
 from probes.kernel_log import NVLINK5_XIDS, attach_registers, driver_branch, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
@@ -384,4 +386,4 @@ class TrayRun:
         document["switch_links"] = links
         document["probes"]["switch_counters"] = {"status": "complete", "duration_s": round(time.monotonic() - began, 3),
                                                  "planned_s": self.options.duration_s, "error": None}
-        document["checks"] += switch_checks(links, window, refs)
+        document["checks"] += judge_switch_tray(links, window, refs)

@@ -1,7 +1,7 @@
 """The state a GPU arrives in: the running totals and states DCGM 4.6's health watch judges as they
 stand (MonitorNVLinkErrorFields, MonitorMemVolatileDbes, MonitorMemRowRemapUncorrectable,
 MonitorMemUnrepairableFlag, MonitorInforom, MonitorPower), read at the run's first reading,
-before any load. The window's own rules (probes/judge.py) judge what changes during the run; these
+before any load. The window's own rules (probes/counter_checks.py) judge what changes during the run; these
 judge what the GPU already holds, so a GPU that comes with a failed link recovery or a double-bit
 ECC error does not pass because nothing new happened while it was watched.
 
@@ -13,17 +13,17 @@ Validation nvlink_bandwidth_count_speed). Thresholds and sources: probes/referen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from probes.judge import References
+from probes.check_record import Check, GpuContext, check, compare
+from probes.sku_references import References
 
 
-def checks(gpu: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
     """The checks of one GPU entry of the run document: its arrival reading (`before`), the
     window's link counters (`counters`) and the NVLink speed its configuration read."""
-    component = f"gpu{gpu['index']}"
-    found: list[dict[str, Any]] = []
+    component = context.component
+    found: list[Check] = []
     before = gpu.get("before") or {}
     if before and not (before.get("lost") or before.get("hung")):
         found += arrival_checks(component, before, refs)
@@ -45,7 +45,7 @@ def nvlink_generation(reading: dict[str, Any], refs: References) -> int:
     return 5 if any("recovery_failed" in (link.get("counters") or {}) for link in links) else 4
 
 
-def arrival_checks(component: str, reading: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+def arrival_checks(component: str, reading: dict[str, Any], refs: References) -> list[Check]:
     """The running-total rules over one GPU reading (a GpuReading as a dict), as DCGM judges them
     when it looks: what the counters hold, not how they moved."""
     rules = refs.rules["running_totals"]
@@ -56,12 +56,10 @@ def arrival_checks(component: str, reading: dict[str, Any], refs: References) ->
 
 
 def _nvlink_totals(component: str, reading: dict[str, Any], by_generation: dict[Any, Any],
-                   generation: int) -> list[dict[str, Any]]:
-    from probes.judge import check
-
+                   generation: int) -> list[Check]:
     rules = by_generation.get(generation) or by_generation.get(str(generation)) or []
     links = reading.get("links") or []
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     for rule in rules:
         counter = rule["counter"]
         read = [(link["port"], link["counters"][counter]) for link in links
@@ -81,10 +79,8 @@ def _nvlink_totals(component: str, reading: dict[str, Any], by_generation: dict[
     return found
 
 
-def _memory_totals(component: str, reading: dict[str, Any], rules: dict[str, Any]) -> list[dict[str, Any]]:
-    from probes.judge import check, compare
-
-    found: list[dict[str, Any]] = []
+def _memory_totals(component: str, reading: dict[str, Any], rules: dict[str, Any]) -> list[Check]:
+    found: list[Check] = []
     dbe = (reading.get("ecc") or {}).get("uncorrected_volatile")
     if dbe is not None:
         rule = rules["volatile_dbe"]
@@ -109,10 +105,8 @@ def _memory_totals(component: str, reading: dict[str, Any], rules: dict[str, Any
     return found
 
 
-def _inforom_and_power(component: str, reading: dict[str, Any], rules: dict[str, Any]) -> list[dict[str, Any]]:
-    from probes.judge import check
-
-    found: list[dict[str, Any]] = []
+def _inforom_and_power(component: str, reading: dict[str, Any], rules: dict[str, Any]) -> list[Check]:
+    found: list[Check] = []
     valid = reading.get("inforom_valid")
     if valid is not None:
         rule = rules["inforom"]
@@ -131,11 +125,9 @@ def _inforom_and_power(component: str, reading: dict[str, Any], rules: dict[str,
     return found
 
 
-def crc_warn_checks(component: str, counters: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+def crc_warn_checks(component: str, counters: dict[str, Any], refs: References) -> list[Check]:
     """DCGM's warn tier on NVLink 4 and older: CRC errors in the window, below the rate that fails
     (rules.yaml link_counters crc_errors fails those at or above it)."""
-    from probes.judge import check
-
     rule = refs.rules["nvlink_crc_warn"]
     fail_at = next(r["threshold"] for r in refs.rules["link_counters"] if r["counter"] == "crc_errors")
     links = counters.get("links") or []
@@ -148,7 +140,7 @@ def crc_warn_checks(component: str, counters: dict[str, Any], refs: References) 
     if not read:
         return []
     window = counters.get("window_s") or 0.0
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     for link in read:
         count = link["deltas"]["crc_errors"]
         rate = link.get("rates_per_s", {}).get("crc_errors", 0.0)
@@ -163,11 +155,9 @@ def crc_warn_checks(component: str, counters: dict[str, Any], refs: References) 
     return found
 
 
-def speed_checks(component: str, speed_mbps: float, refs: References) -> list[dict[str, Any]]:
+def speed_checks(component: str, speed_mbps: float, refs: References) -> list[Check]:
     """The NVLink speed the GPU reports against NVIDIA's figure for its SKU; a SKU NVIDIA gives
     no figure for is not judged here (the rack rule still compares it with its siblings)."""
-    from probes.judge import compare
-
     rule = refs.rules["nvlink_speed"]
     expected = rule["expected_mbps"].get((refs.sku or {}).get("sku"))
     if expected is None:

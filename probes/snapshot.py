@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from probes import running_totals
 from probes.counters import gpu_window, snapshot_link
-from probes.judge import gpu_link, health_checks, is_link_symptom, link_rule_checks, load_references
+from probes.gpu_health import health_checks
+from probes.link_rules import gpu_link, is_link_symptom, link_rule_checks
+from probes.sku_references import References, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.kernel_history import KernelHistory, recorded_by_gpu
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
 if TYPE_CHECKING:
-    from probes.judge import References
     from probes.nvml_library import NvmlLibrary
     from probes.nvml_reader import GpuReading
     from probes.sim.clock import Clock
@@ -100,7 +101,7 @@ def with_failed(row: dict[str, Any], failed: list[dict[str, Any]] | None) -> dic
 
 def own_failures(counters: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     """The GPU's own health checks that fail with no load on it (row remap pending, ECC, fabric,
-    recovery action: probes.judge.health_checks), as the snapshot's `failed_checks`. A fabric
+    recovery action: probes.gpu_health.health_checks), as the snapshot's `failed_checks`. A fabric
     that is degraded because one of the GPU's links fails is that link's symptom, not the GPU's."""
     component = "gpu"
     links_fail = any(c["verdict"] == "fail" for c in link_rule_checks(counters["links"], counters["window_s"], refs.rules,

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from probes.counters import counter_deltas, delta
-from probes.judge import References, check, compare
+from probes.check_record import Check, GpuContext, check, compare
+from probes.sku_references import References
 
 
 def window(start: Any, end: Any) -> dict[str, Any]:
@@ -39,7 +40,11 @@ def carried_the_load(gpu: dict[str, Any]) -> bool:
     return not (gpu.get("lost") or gpu.get("hung") or any(f["probe"] == "gemm" for f in gpu.get("failures", [])))
 
 
-def checks(component: str, gpu: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    return checks(context.component, gpu, refs)
+
+
+def checks(component: str, gpu: dict[str, Any], refs: References) -> list[Check]:
     """power.reached, power.thermal_violation_s and the TDP cross-check (power.default_limit)."""
     section = gpu.get("sustained_power")
     if not section or not carried_the_load(gpu):
@@ -48,7 +53,7 @@ def checks(component: str, gpu: dict[str, Any], refs: References) -> list[dict[s
     required = refs.sku is not None  # every GPU model with a reference file reports its power
     unread = "; ".join(f"{call}: {why}" for call, why in sorted(section.get("unread", {}).items())) or "no reading"
     load_s = section.get("load_s") or 0.0
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     power, target = section.get("power_w_mean"), section.get("default_power_limit_w")
     if power is None or target is None:
         if required:

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes.judge import References, check, compare
+from probes.check_record import Check, GpuContext, check, compare
 from probes.sustained_power import carried_the_load
+from probes.sku_references import References
 
 
-def checks(component: str, gpu: dict[str, Any], refs: References) -> list[dict[str, Any]]:
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    return checks(context.component, gpu, refs)
+
+
+def checks(component: str, gpu: dict[str, Any], refs: References) -> list[Check]:
     under = gpu.get("under_load")
     if not under or not carried_the_load(gpu):
         return []
     rules = refs.rules
     required = refs.sku is not None  # the GPU models opsctl knows all report both
     samples = under.get("samples", 0)
-    found: list[dict[str, Any]] = []
+    found: list[Check] = []
     margin = under.get("thermal_margin_c_min")
     rule = rules["thermal_margin"]
     if margin is None:

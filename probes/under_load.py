@@ -1,4 +1,5 @@
-"""Clocks, power and temperature sampled while a load runs — once a window, not in a tight loop."""
+"""Clocks, power and temperature sampled while a load runs — once a window, not in a tight loop.
+Its check family (`gpu_checks`): no throttling reason that fails under load, and a temperature read."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import statistics
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from probes.check_record import Check, GpuContext, check
+from probes.sku_references import References
 
 if TYPE_CHECKING:
     from probes.nvml_reader import GpuReading, NvmlReader
@@ -59,3 +63,29 @@ def summarize(samples: list[GpuReading]) -> dict[str, Any]:
         "memory_temperature_c_max": max(memory) if memory else None,
         "thermal_margin_c_min": min(margins) if margins else None,  # the closest it came to slowing down
     }
+
+
+def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> list[Check]:
+    """Throttling under load, and a temperature that could not be read (gpu.lost or gpu.hung fail
+    a GPU that stopped answering already)."""
+    if not gpu.get("under_load") or gpu.get("lost") or gpu.get("hung"):
+        return []
+    return under_load_checks(context.component, gpu["under_load"], refs)
+
+
+def under_load_checks(component: str, under_load: dict[str, Any], refs: References) -> list[Check]:
+    rule = refs.rules["clocks_event_reasons"]
+    seen = under_load.get("clocks_event_reasons") or []
+    bad = [reason for reason in seen if reason in rule["fail"]]
+    reason = (f"clocks held down under load by {', '.join(bad)} (max {under_load.get('temperature_c_max')} °C, "
+              f"SM clock median {under_load.get('sm_clock_mhz_median')} MHz)" if bad
+              else f"no throttling under load ({', '.join(seen) or 'no clock event reasons'})")
+    checks = [check("under_load.clocks_event_reasons", component, "fail" if bad else "pass", bad, rule["fail"],
+                    "clock event reasons", "any of", rule["source"], reason)]
+    if under_load.get("temperature_c_max") is None and refs.sku is not None:
+        # Every GPU model with a reference file reports its temperature: without it the rack
+        # cannot tell a hot GPU from its siblings.
+        checks.append(check("under_load.temperature", component, "incomplete", None, None, "°C", "unread",
+                            "NVML nvmlDeviceGetTemperatureV / nvmlDeviceGetTemperature (NVML_TEMPERATURE_GPU)",
+                            "the GPU's temperature could not be read under load (neither NVML call answered)"))
+    return checks

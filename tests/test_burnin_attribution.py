@@ -5,7 +5,7 @@ moment it was read — and a GPU with a failure of its own still is."""
 import pytest
 
 from opsctl.burnin.checks import Check
-from opsctl.burnin.judge import _failing, _link_symptoms_to_their_links
+from opsctl.burnin.rack_judge import _failing, _link_symptoms_to_their_links
 
 GPU = "rack07/ct07/gpu0"
 LINK = f"{GPU}/nvl13"

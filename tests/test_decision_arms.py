@@ -9,7 +9,8 @@ import pytest
 
 from opsctl.acceptance.criteria import Criteria, RelativeRule
 from opsctl.burnin.rack_relative import MAD_TO_SIGMA, RackGpu, judge_rack_relative
-from probes.judge import _nvlink_checks, load_references
+from probes.nvlink_bw import peer_copy_checks as _nvlink_checks
+from probes.sku_references import load_references
 
 RULE = RelativeRule(metric="membw_gbps", worse="lower", pct=2.0, delta=None, robust_sigmas=3.0, verdict="fail")
 

@@ -8,7 +8,9 @@ import math
 import pytest
 
 from probes.counters import gpu_window
-from probes.judge import compare, judge_gpu, load_references
+from probes.check_record import compare
+from probes.sku_references import load_references
+from probes.tray_judge import judge_gpu
 from probes.nvml_reader import NvmlReader
 from probes.sim import SimNvml
 

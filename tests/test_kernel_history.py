@@ -3,7 +3,7 @@ with XID 140 in its kernel log is not healthy because the probe looked a second 
 
 import pytest
 
-from probes.judge import recorded_xid_checks
+from probes.xid_checks import recorded_xid_checks
 from probes.kernel_history import recorded_xids, since_driver_load
 from probes.xids import catalog
 from tests.test_snapshot_cli import sim_inventory

@@ -8,7 +8,7 @@ from opsctl.inventory import load_inventory
 from opsctl.simulation import compile_rack_spec
 from opsctl.simulation.scenario import scenario_from_text
 from probes.collective import busbw, nccl_paths, parse_sizes, slower_half
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 MARGIN = load_references().rules["collective_trays"]["max_below_pct"]
 

@@ -8,7 +8,7 @@ import pytest
 from opsctl.burnin.configuration import configuration_checks
 from opsctl.errors import InputError
 from probes import c2c_link
-from probes.judge import load_references
+from probes.sku_references import load_references
 from probes.nvml_reader import NvmlReader
 
 GB200 = load_references(sku="gb200")

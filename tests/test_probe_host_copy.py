@@ -6,7 +6,7 @@ torch device really copies (on the CPU here)."""
 import pytest
 
 from probes import host_copy
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 RULES = load_references().rules
 GEN5_X16 = {"generation": 5, "max_generation": 5, "width": 16, "max_width": 16}

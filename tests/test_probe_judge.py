@@ -4,8 +4,11 @@ XID catalog, the peer rule, and the reference files themselves."""
 import pytest
 import yaml
 
-from probes.judge import (REFERENCES, judge_gpu, link_rule_checks, gpu_link, load_references, peer_medians,
-                          sku_files, xid_checks)
+from probes.link_rules import gpu_link, link_rule_checks
+from probes.peer_throughput import peer_medians
+from probes.sku_references import load_references, REFERENCES, sku_files
+from probes.tray_judge import judge_gpu
+from probes.xid_checks import xid_checks
 from tests.conftest import PRIVATE_SOURCES
 
 

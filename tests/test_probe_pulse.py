@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from probes import pulse
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 GB200 = load_references(sku="gb200")
 NAME = "power.pulse.clocks_event_reasons"

@@ -7,7 +7,7 @@ power brake and thermal throttle showing in NVML's violation counters read aroun
 import pytest
 
 from probes import sustained_power, thermal_margins
-from probes.judge import load_references
+from probes.sku_references import load_references
 from probes.nvml_reader import NvmlReader
 
 GB200 = load_references(sku="gb200")

@@ -9,9 +9,9 @@ import pytest
 
 from probes import configuration, host_links
 from probes.compute.memory_patterns import PATTERNS
-from probes.judge import load_references
+from probes.sku_references import load_references
 from probes.nvml_reader import NvmlReader
-from probes.tray_depth import hbm_checks
+from probes.hbm_checks import hbm_checks
 
 RULES = load_references().rules
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from probes import running_totals
-from probes.judge import load_references
+from probes.sku_references import load_references
 from probes.nvml_reader import NvmlReader
 from tests.conftest import REPO
 

@@ -1,4 +1,4 @@
-"""NVSwitch firmware in the rack's configuration comparison (opsctl/burnin/configuration.py):
+"""NVSwitch firmware in the rack's configuration comparison (opsctl/burnin/switch_firmware.py):
 every switch tray's chips run the firmware most of the rack's chips run; an outlier tray fails
 with what it should run, no majority is incomplete, one tray alone is not compared; the
 simulator's firmware_mismatch on a switch tray sets its chips' firmware and nothing else, and the
@@ -6,7 +6,7 @@ failure gets the firmware-update repair with its runbook."""
 
 import pytest
 
-from opsctl.burnin.configuration import switch_firmware_checks
+from opsctl.burnin.switch_firmware import switch_firmware_checks
 from opsctl.errors import InputError
 
 USUAL, OTHER = "35.2014.1204", "35.2014.1100"

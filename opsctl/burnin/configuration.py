@@ -4,8 +4,7 @@ GPU's `configuration` section of its tray's probe document).
 
 Judged across the rack, since no tray sees the others: for each setting, what most GPUs of the
 model report is what the others should; a GPU that differs fails `rack.configuration`, with
-what it has and what it should have. The switch trays likewise: every NVSwitch chip of the rack
-runs the firmware most of them run, or its switch tray fails `switch_tray.firmware`.
+what it has and what it should have. The switch trays' firmware likewise: opsctl/burnin/switch_firmware.py.
 """
 
 from __future__ import annotations
@@ -15,7 +14,12 @@ from typing import Any
 from collections import Counter
 
 from opsctl.burnin.checks import Check
-from probes.judge import load_references
+from opsctl.burnin.rack_evidence import RackEvidence, RackFindings
+from probes.sku_references import load_references
+
+
+def rack_checks(evidence: RackEvidence) -> RackFindings:
+    return RackFindings(configuration_checks(evidence.gpus))
 
 
 def configuration_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:
@@ -52,37 +56,6 @@ def configuration_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]
                 reason = f"no setting most {model} GPUs of the rack share for {'; '.join(undecided)}"
             checks.append(Check("rack.configuration", gpu_id, verdict, odd or {}, should or
                                 {key: value for key, (value, _, _) in usual.items()}, "settings", "!=", rule["source"], reason))
-    return checks
-
-
-def switch_firmware_checks(switch_ports: dict[tuple[str, int], dict[str, Any]]) -> list[Check]:
-    """switch_ports: {(switch chip id, port): its row of its switch tray's document}, whose
-    `firmware` is its chip's. One check per switch tray whose chips reported a firmware."""
-    rule = load_references().rules["switch_firmware_rack"]
-    chips = {chip: row["firmware"] for (chip, _), row in switch_ports.items() if isinstance(row.get("firmware"), str)}
-    if len({chip.rsplit("/", 1)[0] for chip in chips}) < 2:
-        return []  # one switch tray (or none) reported: nothing to compare it with
-    seen = Counter(chips.values())
-    (usual, count), = seen.most_common(1)
-    majority = count * 2 > len(chips)
-    by_tray: dict[str, dict[str, str]] = {}
-    for chip, firmware in sorted(chips.items()):
-        tray, name = chip.rsplit("/", 1)
-        by_tray.setdefault(tray, {})[name] = firmware
-    checks: list[Check] = []
-    for tray, firmware in sorted(by_tray.items()):
-        odd = {name: version for name, version in firmware.items() if version != usual}
-        if not majority:
-            verdict, reason = "incomplete", (f"no NVSwitch firmware most of the rack's {len(chips)} switch chips share "
-                                             f"({', '.join(f'{v}: {n}' for v, n in seen.most_common())})")
-        elif odd:
-            verdict, reason = "fail", (f"{', '.join(f'{name} runs {version}' for name, version in odd.items())} where {count} "
-                                       f"of the rack's {len(chips)} switch chips run {usual}: update the switch tray's "
-                                       f"NVSwitch firmware to {usual}")
-        else:
-            verdict, reason = "pass", f"{len(firmware)} switch chips run {usual}, as {count} of the rack's {len(chips)}"
-        checks.append(Check("switch_tray.firmware", tray, verdict, odd or dict(firmware), usual if majority else None,
-                            "firmware", "!=", rule["source"], reason))
     return checks
 
 

@@ -12,7 +12,13 @@ from collections import Counter
 from typing import Any
 
 from opsctl.burnin.checks import Check
-from probes.judge import load_references
+from opsctl.burnin.rack_evidence import RackEvidence, RackFindings
+from probes.sku_references import load_references
+
+
+def rack_checks(evidence: RackEvidence) -> RackFindings:
+    """fabric.clique, on an NVL72 (an HGX's GPUs register with no fabric of the rack's)."""
+    return RackFindings(fabric_domain_checks(evidence.gpus) if evidence.rack.model.is_nvl72 else [])
 
 
 def fabric_domain_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:

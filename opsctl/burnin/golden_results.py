@@ -11,7 +11,12 @@ from typing import Any
 from collections import Counter
 
 from opsctl.burnin.checks import Check
-from probes.judge import load_references
+from opsctl.burnin.rack_evidence import RackEvidence, RackFindings
+from probes.sku_references import load_references
+
+
+def rack_checks(evidence: RackEvidence) -> RackFindings:
+    return RackFindings(golden_checks(evidence.gpus))
 
 
 def golden_checks(gpu_readings: dict[str, dict[str, Any]]) -> list[Check]:

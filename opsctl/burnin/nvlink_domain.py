@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check
+from opsctl.burnin.rack_evidence import RackEvidence, RackFindings
 from opsctl.fanout import FanoutOptions, run_on_trays
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack, Tray
@@ -193,6 +194,14 @@ def gpu_readings_of(rack: Rack, tray_documents: dict[str, Any]) -> tuple[dict[st
 
 
 # --- judging it ----------------------------------------------------------------------------------------
+def rack_checks(evidence: RackEvidence) -> RackFindings:
+    """The domain test's checks, section and notes, where it ran."""
+    if evidence.domain_document is None:
+        return RackFindings([])
+    checks, section, notes = judge_domain(evidence.rack, evidence.gpus, evidence.systems, evidence.domain_document)
+    return RackFindings(checks, notes, section)
+
+
 def judge_domain(rack: Rack, gpu_readings: dict[str, dict[str, Any]], systems: dict[str, dict[str, Any]],
                  document: dict[str, Any]) -> tuple[list[Check], dict[str, Any], list[str]]:
     """(checks, the report's domain section, notes) of a domain document."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check
+from opsctl.burnin.rack_evidence import RackEvidence, RackFindings
 
 if TYPE_CHECKING:
     from opsctl.acceptance.criteria import Criteria, RelativeRule
@@ -78,6 +79,14 @@ def limit_for(rule: RelativeRule, median: float, sigma: float) -> float:
     if rule.worse == "lower":
         return median - max(margin, spread)
     return median + max(margin, spread)
+
+
+def rack_checks(evidence: RackEvidence) -> RackFindings:
+    """Every GPU that answered against the others of its SKU (one lost has no readings to compare)."""
+    gpus = [RackGpu(gpu_id, str(reading.get("name") or evidence.rack.model.sku), reading)
+            for gpu_id, reading in evidence.gpus.items() if not reading.get("lost")]
+    checks, notes = judge_rack_relative(gpus, evidence.criteria)
+    return RackFindings(checks, notes)
 
 
 def judge_rack_relative(gpus: Sequence[RackGpu], criteria: Criteria) -> tuple[list[Check], list[str]]:

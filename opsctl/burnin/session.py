@@ -24,7 +24,7 @@ from opsctl import __version__
 from opsctl.acceptance.criteria import PROBES, load_criteria
 from opsctl.runs.trial import trial_fields
 from opsctl.backend import sim_spec_for, topology_for
-from opsctl.burnin.judge import INCOMPLETE, TrayOutcome, judge_rack
+from opsctl.burnin.rack_judge import INCOMPLETE, TrayOutcome, judge_rack
 from opsctl.burnin.nvlink_domain import DOMAIN_FILE, PROBE as DOMAIN_PROBE, DomainOptions, run_domain_test
 from opsctl.burnin.progress import TrayProgress
 from opsctl.errors import EXIT_INCOMPLETE, InputError
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from opsctl.acceptance.criteria import Criteria
-    from opsctl.burnin.judge import RackJudgment
+    from opsctl.burnin.rack_judge import RackJudgment
     from opsctl.fanout.runner import TrayResult
     from opsctl.inventory import Rack, Tray
     from opsctl.topology.graph import Topology

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opsctl.burnin.judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
+from opsctl.burnin.rack_judge import EXIT_CODES, FAIL, INCOMPLETE, PASS
 from opsctl.burnin.session import judge_run, resume_run, unchanged_criteria
 from opsctl.errors import InputError
 from opsctl.fleet.ansible_results import import_records
@@ -29,7 +29,7 @@ from opsctl.runs.run_directory import RUN_FILE, default_runs_root
 from opsctl.runs.trial import trial_fields, trial_of
 
 if TYPE_CHECKING:
-    from opsctl.burnin.judge import RackJudgment
+    from opsctl.burnin.rack_judge import RackJudgment
 
 SUMMARY_FORMAT = "opsctl-fleet/1"
 SUMMARY_FILE = "fleet-summary.json"

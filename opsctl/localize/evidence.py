@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from probes import xids as xid_catalog
-from probes.judge import load_references
+from probes.sku_references import load_references
 
 if TYPE_CHECKING:
     from opsctl.localize.snapshot import SideReadings

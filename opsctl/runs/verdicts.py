@@ -11,7 +11,7 @@ from collections.abc import Iterable
 VERDICTS = ("pass", "warn", "fail", "incomplete")
 # The rack's verdict, worst last: fail over incomplete. A rack with a known failure fails whatever
 # else is missing — its failing parts are already named and repairable — while a tray's own
-# status puts incomplete first (probes/judge.py TRAY_STATUS_ORDER), because a tray that did not
+# status puts incomplete first (probes/tray_judge.py TRAY_STATUS_ORDER), because a tray that did not
 # finish cannot vouch for what it did see.
 SEVERITY = {"pass": 0, "warn": 1, "incomplete": 2, "fail": 3}
 

@@ -1,9 +1,10 @@
 """The rack's verdict from its trays' probe documents.
 
 What each probe judged on its tray (a GPU against its SKU's references, counters against
-DCGM's rules) is kept, with opsctl's component ids (docs/topology.md). On top of it, across the rack: each GPU against
-the other GPUs of its SKU (rack_relative.py), every link's health over the window with the
-links nobody could read marked so (link_health.py), trays that did not report, and the
+DCGM's rules) is kept, with opsctl's component ids (docs/topology.md). On top of it, across the
+rack: the rack's check families, listed in rack_check_families.py (each GPU against the other
+GPUs of its SKU, one fabric domain, one configuration…), every link's health over the window
+with the links nobody could read marked so (link_health.py), trays that did not report, and the
 failing links handed to the localizer so the verdict names parts, not only links.
 
 PASS: every tray reported and nothing failed. FAIL (exit 1): something failed, even if some
@@ -16,18 +17,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check, worst
-from opsctl.burnin.configuration import configuration_checks, switch_firmware_checks
-from opsctl.burnin.fabric_domain import fabric_domain_checks
-from opsctl.burnin.golden_results import golden_checks
 from opsctl.burnin.link_health import link_rows, rack_snapshot
-from opsctl.burnin.nvlink_domain import judge_domain
 from opsctl.burnin.parts import LINK_MEASUREMENTS, TRAY_MEASUREMENTS, measured_failures, suspect_parts
-from opsctl.burnin.rack_relative import METRICS, RackGpu, judge_rack_relative, metric_value
+from opsctl.burnin import rack_check_families
+from opsctl.burnin.rack_evidence import RackEvidence
+from opsctl.burnin.rack_relative import METRICS, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize.evidence import recorded_gpu_xids
 from opsctl.localize.snapshot import TRAY_UNREAD
 from opsctl.runs.tray_names import tray_label
-from probes.judge import is_link_symptom
+from probes.link_rules import is_link_symptom
 
 if TYPE_CHECKING:
     from opsctl.acceptance.criteria import Criteria
@@ -56,7 +55,7 @@ class RackJudgment:
     rack: str
     model: str
     verdict: str
-    checks: list
+    checks: list[Check]
     trays: list  # dicts
     gpus: list  # dicts, one per GPU of the model
     links: list  # LinkRow
@@ -93,12 +92,12 @@ class RackJudgment:
 class _Readings:
     """What the trays' documents hold, gathered with opsctl's component ids (docs/topology.md)."""
 
-    trays: list = field(default_factory=list)  # one dict per tray of the model
-    checks: list = field(default_factory=list)  # the probes' checks
-    gpus: dict = field(default_factory=dict)  # GPU id -> its entry of its tray's document
-    switch_ports: dict = field(default_factory=dict)  # (switch chip id, port) -> the port's row
-    system: dict = field(default_factory=dict)  # tray -> its document's `system`
-    notes: list = field(default_factory=list)  # what a probe said it skipped, and why
+    trays: list[dict[str, Any]] = field(default_factory=list)  # one per tray of the model
+    checks: list[Check] = field(default_factory=list)  # the probes' checks
+    gpus: dict[str, dict[str, Any]] = field(default_factory=dict)  # GPU id -> its entry of its tray's document
+    switch_ports: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # (switch chip id, port) -> the port's row
+    system: dict[str, dict[str, Any]] = field(default_factory=dict)  # tray -> its document's `system`
+    notes: list[str] = field(default_factory=list)  # what a probe said it skipped, and why
 
 
 def judge_rack(rack: Rack, topology: Topology, documents: dict[str, dict[str, Any]], outcomes: dict[str, TrayOutcome],
@@ -107,20 +106,15 @@ def judge_rack(rack: Rack, topology: Topology, documents: dict[str, dict[str, An
     the NVLink domain test's (nvlink_domain.py), when it ran."""
     model = rack.model
     readings = _gather(rack, documents, outcomes)
-    rack_gpus = [RackGpu(gpu_id, str(reading.get("name") or model.sku), reading)
-                 for gpu_id, reading in readings.gpus.items() if not reading.get("lost")]
-    relative, relative_notes = judge_rack_relative(rack_gpus, criteria)
-    notes = readings.notes + relative_notes
     bad = {"fail", "warn"} if criteria.warnings_fail else {"fail"}
-    domain = fabric_domain_checks(readings.gpus) if model.is_nvl72 else []
-    domain_section = None
-    if domain_document is not None:
-        domain_checks, domain_section, domain_notes = judge_domain(rack, readings.gpus, readings.system, domain_document)
-        domain += domain_checks
-        notes += domain_notes
-    across = configuration_checks(readings.gpus) + golden_checks(readings.gpus) + \
-        switch_firmware_checks(readings.switch_ports)  # the rack's GPUs, and its switch trays, against each other
-    checks = _link_symptoms_to_their_links(readings.checks + relative + domain + across, bad, topology)
+    evidence = RackEvidence(rack, criteria, readings.gpus, readings.system, readings.switch_ports, domain_document)
+    judged, notes, domain_section = list(readings.checks), list(readings.notes), None
+    for family in rack_check_families.RACK_CHECK_FAMILIES:  # what the rack decides, its trays together
+        found = family(evidence)
+        judged += found.checks
+        notes += found.notes
+        domain_section = found.domain if found.domain is not None else domain_section
+    checks = _link_symptoms_to_their_links(judged, bad, topology)
 
     links = link_rows(topology, readings.gpus, readings.switch_ports, checks)
     gpus = _gpu_rows(rack, readings.gpus, readings.system, checks)
