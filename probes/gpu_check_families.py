@@ -1,5 +1,5 @@
 """Every check family of a tray, in one place: a GPU's families, each one module whose entry point
-judges one GPU entry of the run document, and a switch tray's. The tray judge
+judges one GPU entry of the run document, a compute tray's own (the host's), and a switch tray's. The tray judge
 (probes/tray_judge.py) calls each in this order, and the checks come out in it (reports and
 JUnit list them so). A new family is its module and one line here (docs/contributing.md).
 
@@ -15,11 +15,12 @@ from typing import Any
 
 from probes import (c2c_link, configuration, counter_checks, gemm, gpu_failures, hbm_checks, host_copy, host_links,
                     link_rules, membw, nvlink_bw, pulse, running_totals, sustained_power, thermal_margins, under_load,
-                    xid_checks)
+                    nvswitch_sxids, xid_checks)
 from probes.check_record import Check, GpuContext
 from probes.sku_references import References
 
 GpuCheckFamily = Callable[[dict[str, Any], References, GpuContext], list[Check]]
+TrayCheckFamily = Callable[[dict[str, Any], References], list[Check]]  # (the tray's run document, refs)
 SwitchCheckFamily = Callable[[list[dict[str, Any]], float, References], list[Check]]  # (its ports' window, seconds, refs)
 
 GPU_CHECK_FAMILIES: tuple[GpuCheckFamily, ...] = (
@@ -39,6 +40,11 @@ GPU_CHECK_FAMILIES: tuple[GpuCheckFamily, ...] = (
     pulse.gpu_checks,  # the power delivery under load steps
     thermal_margins.gpu_checks,  # thermal margins under load
     running_totals.gpu_checks,  # the state the GPU arrived in
+)
+
+# A compute tray's checks of what its host holds beside its GPUs, after the GPUs' checks.
+TRAY_CHECK_FAMILIES: tuple[TrayCheckFamily, ...] = (
+    nvswitch_sxids.tray_checks,  # the HGX baseboard's NVSwitch errors since the driver loaded
 )
 
 SWITCH_CHECK_FAMILIES: tuple[SwitchCheckFamily, ...] = (

@@ -30,7 +30,8 @@ from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from probes.check_record import check
 from probes.sku_references import load_references
 from probes.tray_judge import judge_run, judge_switch_tray, worst_verdict
-from probes.kernel_history import recorded_by_gpu
+from probes.kernel_history import KernelLog, recorded_by_gpu
+from probes.nvswitch_sxids import recorded_sxids
 from probes.kernel_log import NVLINK5_XIDS, attach_registers, driver_branch, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.snapshot import FORMAT
@@ -174,7 +175,11 @@ class TrayRun:
                                                   f"the tray's other GPUs only"})
         gpus = [self._gpu_entry(reading) for reading in before]
         if watcher:  # what the GPUs logged before the watch opened: the state they arrive in
-            self._read_recorded_xids(gpus, before, started, document["system"].get("driver_version"))
+            history = backend.kernel_history(started)  # read once: the GPUs' XIDs and, on HGX, the switches' SXids
+            self._read_recorded_xids(gpus, before, history, document["system"].get("driver_version"))
+            nvswitch = recorded_sxids(history, refs)
+            if nvswitch is not None:
+                document["nvswitch"] = nvswitch
         depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes,
                              reader.workers)
         self._load(document, gpus, devices, reader)
@@ -244,9 +249,9 @@ class TrayRun:
         attach_registers(events, parse_xid_lines(lines), {r.index: r.pci_bus_id for r in readings if r.pci_bus_id},
                          document["system"].get("driver_version"))
 
-    def _read_recorded_xids(self, gpus: list[dict[str, Any]], readings: list[GpuReading], until: float,
+    def _read_recorded_xids(self, gpus: list[dict[str, Any]], readings: list[GpuReading], history: KernelLog,
                             driver_version: str | None) -> None:
-        found, why = recorded_by_gpu(self.backend.kernel_history(until), readings)
+        found, why = recorded_by_gpu(history, readings)
         driver_major = driver_branch(driver_version)
         for gpu in gpus:
             events = (found or {}).get(gpu["index"], [])

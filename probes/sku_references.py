@@ -56,7 +56,8 @@ def _load(path: str | Path) -> dict[str, Any]:
 def check_sku_references(data: dict[str, Any], path: str | Path) -> None:
     """Refuse a references file that would silently judge nothing: unknown keys, figures that
     are not positive numbers or lack their source, no figure at all."""
-    known = {"sku", "names", "pci_device_ids", "nvlink_generation", "fabric_required", "host_link", "gemm", *FIGURES}
+    known = {"sku", "names", "pci_device_ids", "nvlink_generation", "fabric_required", "host_link", "nvswitch_on_host", "gemm",
+             *FIGURES}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ReferencesError(f"{path}: unknown key {unknown[0]!r} (a references file holds {', '.join(sorted(known))})")

@@ -25,10 +25,12 @@ def judge_gpu(gpu: dict[str, Any], refs: References, tray: dict[str, float]) -> 
 
 
 def judge_run(document: dict[str, Any], refs: References) -> None:
-    """Fill in each GPU's checks."""
+    """Fill in each GPU's checks, and the tray's own."""
     tray = peer_medians(document["gpus"], refs)
     for gpu in document["gpus"]:
         gpu["checks"] = judge_gpu(gpu, refs, tray)
+    for family in gpu_check_families.TRAY_CHECK_FAMILIES:
+        document["checks"] += family(document, refs)
 
 
 def judge_switch_tray(links: list[dict[str, Any]], window_s: float, refs: References) -> list[Check]:

@@ -28,6 +28,8 @@ LINK_TOTALS = tuple(f"nvlink.total.{counter}" for counter in
                     ("recovery_failed", "recovery_successful", "crc_errors", "replay_errors", "recovery_errors"))
 LINK_MEASUREMENTS = ("nvlink.link_traffic", *LINK_TOTALS)
 TRAY_MEASUREMENTS = ("collective.bisection", "switch_tray.firmware")
+# An HGX switch chip's own checks (probes/nvswitch_sxids.py): the chip is on the baseboard.
+HOST_SWITCH_MEASUREMENTS = ("nvswitch.sxid.recorded",)
 
 
 def measured_failures(checks: Iterable[Check], bad: Collection[str], components: Collection[str],

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from opsctl.burnin.checks import Check, worst
 from opsctl.burnin.link_health import link_rows, rack_snapshot
-from opsctl.burnin.parts import LINK_MEASUREMENTS, TRAY_MEASUREMENTS, measured_failures, suspect_parts
+from opsctl.burnin.parts import HOST_SWITCH_MEASUREMENTS, LINK_MEASUREMENTS, TRAY_MEASUREMENTS, measured_failures, suspect_parts
 from opsctl.burnin import rack_check_families
 from opsctl.burnin.rack_evidence import RackEvidence
 from opsctl.burnin.rack_relative import METRICS, metric_value
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from opsctl.localize.evidence import recorded_gpu_xids
 from opsctl.localize.snapshot import TRAY_UNREAD
+from opsctl.rack_models import HGX_TRAY
 from opsctl.runs.tray_names import tray_label
 from probes.link_rules import is_link_symptom
 
@@ -120,6 +121,11 @@ def judge_rack(rack: Rack, topology: Topology, documents: dict[str, dict[str, An
     gpus = _gpu_rows(rack, readings.gpus, readings.system, checks)
     window = max((float((r.get("counters") or {}).get("window_s") or 0) for r in readings.gpus.values()), default=0.0)
     tray_measured = measured_failures(checks, bad, {t["id"] for t in readings.trays}, TRAY_MEASUREMENTS)
+    for chip, failed in measured_failures(checks, bad, topology.components, HOST_SWITCH_MEASUREMENTS).items():
+        # An HGX switch chip's SXids: the chip is on the baseboard of its server (the tray), so
+        # they are that tray's failed checks, which the localizer gives the baseboard's repair.
+        host = model.tray_id(rack.name, topology.components[chip].tray or HGX_TRAY)
+        tray_measured.setdefault(host, []).extend({**entry, "reason": f"{chip}: {entry['reason']}"} for entry in failed)
     snapshot = rack_snapshot(
         rack.name, model.name, window or 1.0, links,
         [{"id": gpu_id, "reachable": not reading.get("lost"), "xids": _xid_events(reading),

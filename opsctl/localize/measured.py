@@ -93,10 +93,14 @@ def with_measured_links(log_r: np.ndarray, link_checks: dict[int, list[dict[str,
 
 
 def tray_part(index: PartIndex, tray: str) -> int | None:
-    """The part index of a tray (compute or switch tray), None when the model has none of that name."""
+    """The part index of a tray (compute or switch tray), None when the model has none of that name.
+    An HGX server has no tray part: its own failed checks (an NVSwitch's SXids, whose chip is on
+    the GPU baseboard) are the baseboard's, the part that holds them (opsctl/data/mttr.yaml)."""
     for part, (part_id, same) in enumerate(zip(index.part_ids, index.part_same_as)):
         if index.part_kinds[part] in TRAY_KINDS and (part_id == tray or tray in same):
             return part
+    if not index.model.is_nvl72:
+        return next((part for part, kind in enumerate(index.part_kinds) if kind == "baseboard"), None)
     return None
 
 

@@ -19,6 +19,7 @@ from opsctl.errors import InputError
 from opsctl.simulation.scenario import NVLINK5_RATES, Fault, Scenario
 from probes.sim.profiles import seeded_random
 from probes.sim.sku_models import SIM_SKUS
+from opsctl.rack_models import HGX_TRAY
 from opsctl.topology.graph import Component, Topology
 from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
@@ -52,6 +53,7 @@ class _Builder:
         self.unreachable: set[str] = set()
         self.switch_firmware: dict[str, str] = {}  # switch tray -> the NVSwitch firmware it was flashed with
         self.domain: dict[str, Any] = {}  # the NVLink domain's software state (RackSpec.domain)
+        self.host_effects: dict[str, list[Effect]] = {}  # tray -> its host's own effects (an HGX switch chip's SXids)
 
     # --- the healthy rack --------------------------------------------------------------------
     def build_hardware(self) -> list[TraySpec]:
@@ -345,6 +347,22 @@ class _Builder:
         for link_id in self.part(fault, ("switch_chip",)).links:
             self.link_effect(link_id, "bandwidth", fault.params, fault)
 
+    def sxid(self, fault: Fault) -> None:
+        """An HGX baseboard switch chip's SXid: a line in its host's kernel log, from the
+        nvidia-nvswitch device of the chip's number (opsctl's nvsN is the driver's
+        nvidia-nvswitchN, probes/nvswitch_sxids.py). A GB200 rack's switch chips are in switch
+        trays, whose kernel log the probe does not read: refused there."""
+        if self.model.is_nvl72:
+            self._fail(fault, "sxid is an HGX fault: on an NVL72 rack the switch chips are in the switch trays")
+        part = self.part(fault, ("switch_chip",))
+        number = int(part.id.rsplit("/nvs", 1)[1])
+        p = fault.params
+        params = {"switch": number, "pci_bus_id": f"0000:{0xC0 + number:02x}:00.0",  # a simulated bus, one per chip
+                  "sxid": p["sxid"], "fatal": p.get("fatal"), "at_s": p.get("at_s", 0.0), "text": p.get("text")}
+        self.host_effects.setdefault(part.tray or HGX_TRAY, []).append(
+            Effect("sxid", {key: value for key, value in params.items() if value is not None or key == "fatal"},
+                   source=fault.label))
+
     def bad_pins(self, fault: Fault) -> None:
         p = fault.params
         part = self.part(fault)
@@ -395,6 +413,7 @@ FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
     "fabric_clique": _Builder.fabric_clique,
     "nccl_fallback": _Builder.nccl_fallback,
     "switch_chip_degraded": _Builder.switch_chip_degraded,
+    "sxid": _Builder.sxid,
     "hbm_bad_cells": _Builder.hbm_bad_cells,
     "firmware_mismatch": _Builder.firmware_mismatch,
     "ecc_disabled": _Builder.ecc_disabled,
@@ -420,6 +439,7 @@ def compile_rack_spec(scenario: Scenario, topology: Topology) -> RackSpec:
     for tray in trays:
         tray.unreachable = tray.name in builder.unreachable
         tray.switch_firmware = builder.switch_firmware.get(tray.name)
+        tray.effects = builder.host_effects.get(tray.name, [])
     sku = topology.model.sku
     return RackSpec(
         rack=topology.rack,

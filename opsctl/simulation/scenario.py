@@ -58,6 +58,7 @@ FAULT_KINDS: dict[str, str | None] = {
     "fabric_clique": "gpu",
     "nccl_fallback": None,
     "switch_chip_degraded": "part",
+    "sxid": "part",
     # Tray depth.
     "hbm_bad_cells": "gpu",
     "firmware_mismatch": "tray",

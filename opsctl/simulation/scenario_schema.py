@@ -143,6 +143,18 @@ class SwitchChipDegraded(_OnPart, tag="switch_chip_degraded", kw_only=True):
     factor: Factor
 
 
+class Sxid(_Fault, tag="sxid", kw_only=True):
+    """An NVSwitch error (SXid) an HGX baseboard's switch chip logs in the host's kernel log, at
+    at_s (0, the default: before the probe starts), as the nvidia-nvswitch driver writes it."""
+
+    part: Annotated[ComponentId, msgspec.Meta(description="the HGX switch chip: nvs2")]
+    sxid: Annotated[Whole, msgspec.Meta(description="the SXid code: 20034")]
+    fatal: Annotated[bool, msgspec.Meta(description="the line says Fatal (true) or Non-fatal (false); "
+                                                    "left out: it says neither")] | UnsetType = UNSET
+    at_s: Time | UnsetType = UNSET
+    text: Annotated[Text, msgspec.Meta(description="what the line says after the severity")] | UnsetType = UNSET
+
+
 class SlowGpu(_TimedGpu, tag="slow_gpu", kw_only=True):
     """A GPU computing at `factor` of its speed."""
 
@@ -337,7 +349,7 @@ class PowerUnreadable(_OnGpu, tag="power_unreadable", kw_only=True):
 FaultSpec = Union[
     LinkErrors, LinkDown, LinkFlap, LinkDegraded, BadPins, SwitchChipFailed, SwitchTrayFailed, SlowGpu,
     ThermalThrottle, PowerBrake, Ecc, RowRemap, Xid, Sdc, GpuLost, GpuHang, NotSupported, FabricDegraded,
-    TrayUnreachable, ImexMissing, FabricClique, NcclFallback, SwitchChipDegraded, HbmBadCells,
+    TrayUnreachable, ImexMissing, FabricClique, NcclFallback, SwitchChipDegraded, Sxid, HbmBadCells,
     FirmwareMismatch, EccDisabled, PcieDegraded, DeterministicSdc, C2cLinkDown, LinkTotals, VolatileDbe,
     MemoryUnrepairable, InforomInvalid, PowerUnreadable,
 ]

@@ -500,8 +500,27 @@ class SimRack:
 
     def kernel_history(self, tray: str, until: float) -> tuple[list[str], str | None]:
         """A tray's kernel log from the driver's load (the simulation's start, and before it: an
-        `xid` effect at a negative at_s) to clock time `until` (probes.kernel_history's answer)."""
-        return [line for gpu in self.trays[tray].gpus for line in gpu.kernel_log(-math.inf, until - self.epoch)], None
+        `xid` effect at a negative at_s) to clock time `until` (probes.kernel_history's answer):
+        its GPUs' Xid lines, then its host's NVSwitch SXid lines (an HGX baseboard's `sxid` faults)."""
+        sim_tray = self.trays[tray]
+        return [line for gpu in sim_tray.gpus for line in gpu.kernel_log(-math.inf, until - self.epoch)] + \
+            sxid_lines(sim_tray.spec.effects, until - self.epoch), None
+
+
+def sxid_lines(effects: list[Effect], until: float) -> list[str]:
+    """The SXid lines of a host's `sxid` effects logged by sim time `until`, in the form the
+    nvidia-nvswitch driver writes them (probes/nvswitch_sxids.py): "Fatal" or "Non-fatal" after
+    the code, or neither when the fault leaves it unstated."""
+    lines: list[tuple[float, str]] = []
+    for effect in effects:
+        if effect.kind != "sxid" or float(effect.get("at_s", 0.0)) > until:
+            continue
+        fatal = effect.params.get("fatal")
+        severity = "Fatal, " if fatal is True else "Non-fatal, " if fatal is False else ""
+        lines.append((float(effect.get("at_s", 0.0)),
+                      f"nvidia-nvswitch{effect.get('switch')}: SXid (PCI:{effect.get('pci_bus_id')}): "
+                      f"{int(effect.get('sxid'))}, {severity}{effect.get('text', 'simulated SXid')}"))
+    return [line for _, line in sorted(lines)]
 
 
 def allreduce_busbw_gbps(gpus: list[SimGpu], t: float) -> float:

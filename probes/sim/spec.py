@@ -54,6 +54,7 @@ class TraySpec:
     unreachable: bool = False
     gpus: list[GpuSpec] = field(default_factory=list)
     switch_firmware: str | None = None  # a switch tray flashed with another NVSwitch firmware (firmware_mismatch)
+    effects: list[Effect] = field(default_factory=list)  # the host's own: an HGX baseboard switch chip's SXids (`sxid`)
 
 
 @dataclass
@@ -94,5 +95,5 @@ class RackSpec:
                     LinkSpec(**{**link, "effects": [Effect(**e) for e in link["effects"]]}) for link in gpu["links"]
                 ]
                 gpus.append(GpuSpec(**{**gpu, "links": links, "effects": [Effect(**e) for e in gpu["effects"]]}))
-            trays.append(TraySpec(**{**tray, "gpus": gpus}))
+            trays.append(TraySpec(**{**tray, "gpus": gpus, "effects": [Effect(**e) for e in tray.get("effects") or []]}))
         return cls(**{**data, "trays": trays})
