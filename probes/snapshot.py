@@ -21,6 +21,7 @@ from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
 if TYPE_CHECKING:
+    from probes.check_record import Check
     from probes.nvml_library import NvmlLibrary
     from probes.nvml_reader import GpuReading
     from probes.sim.clock import Clock
@@ -91,8 +92,13 @@ def arrival_failures(reading: GpuReading, refs: References) -> dict[int | None, 
     for c in running_totals.arrival_checks("gpu", reading.to_dict(), refs):
         if c["verdict"] == "fail":
             port = int(c["component"].split("/nvl")[1]) if "/nvl" in c["component"] else None
-            found.setdefault(port, []).append({"check": c["check"], "value": c["value"], "reason": c["reason"]})
+            found.setdefault(port, []).append(failed_check(c))
     return found
+
+
+def failed_check(c: Check) -> dict[str, Any]:
+    """A check as the snapshot's `failed_checks` carry it: what failed, on what reading, and why."""
+    return {"check": c["check"], "value": c["value"], "reason": c["reason"]}
 
 
 def with_failed(row: dict[str, Any], failed: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -106,7 +112,7 @@ def own_failures(counters: dict[str, Any], refs: References) -> list[dict[str, A
     component = "gpu"
     links_fail = any(c["verdict"] == "fail" for c in link_rule_checks(counters["links"], counters["window_s"], refs.rules,
                                                                       gpu_link(component), component))
-    return [{"check": c["check"], "value": c["value"], "reason": c["reason"]}
+    return [failed_check(c)
             for c in health_checks(component, counters, refs)
             if c["verdict"] == "fail" and not (links_fail and is_link_symptom(c["check"], c["value"]))]
 
