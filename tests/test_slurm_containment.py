@@ -133,17 +133,30 @@ def test_repair_close_resumes_the_part_s_node_after_a_passing_validation_and_no_
     with open_ledger(db, read_only=True) as ledger:
         (still,) = ledger.records("repairs", "part = :part", {"part": "rack07/ct12/j2"})
         assert still["closed_at"] is None and still["back_in_service_at"] is None
+    # Nor does `opsctl resume` of the rack give them back: nothing has judged either part since its drain.
+    result = opsctl("resume", "rack07", "--db", db)
+    assert result.code == 3, result.err
+    assert "rack07-ct12: left drained, not validated: rack07/ct12/j2: no complete burn-in" in result.out
+    assert slurm.drained() == ["rack07-ct05", "rack07-ct12"]
     # The connector reseated: a burn-in of the rack no longer names it (ct05's cable still fails).
     fixed = inventory(tmp_path, without_fault("ct12/j2"))
     burnin = opsctl("burnin", "rack07", "--inventory", fixed, "--duration", "4", "--db", db, "--json")
     assert burnin.code == 1, burnin.err
     assert "rack07/ct12/j2" not in burnin.json()["failing_parts"]
+    # The cable the burn-in still fails stays out, whoever asks (exit 1: a run since fails it).
+    result = opsctl("resume", "rack07/ct05/gpu1/nvl07", "--db", db)
+    assert result.code == 1 and "still fails rack07/ct05/gpu1/nvl07" in result.out, result.out
+    assert slurm.drained() == ["rack07-ct05", "rack07-ct12"]
     result = opsctl("repair", "close", "rack07/ct12/j2", "--resume", "--db", db)
     assert result.code == 0 and "resuming rack07/ct12/j2's nodes" in result.err
     assert slurm.drained() == ["rack07-ct05"]
     with open_ledger(db, read_only=True) as ledger:
         rows = {r["node"]: r for r in ledger.records("drains")}
     assert rows["rack07-ct12"]["resumed_at"] is not None and rows["rack07-ct05"]["resumed_at"] is None
+    # Said aloud, the operator may still put it back unvalidated.
+    result = opsctl("resume", "rack07", "--unvalidated", "--db", db)
+    assert result.code == 0 and "without checking each part's validation" in result.err
+    assert slurm.drained() == []
 
 
 @pytest.mark.slow

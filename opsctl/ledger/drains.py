@@ -70,19 +70,29 @@ def drains_of_incident(ledger: Ledger, incident_key: str | None) -> list[DrainEp
 
 
 def validation_of(ledger: Ledger, repair: Record) -> tuple[Record | None, str]:
-    """(the run that validates the repair, or None; why, in words). The validation is the latest
-    burn-in or acceptance of the rack that finished after the repair opened and judged every
-    tray (pass or fail, not incomplete): it passes for the part when it names neither the part
-    nor a part holding it or held by it among its failing parts."""
-    runs = ledger.records("runs", "rack = :rack AND finished_at >= :opened_at AND verdict IN ('pass', 'fail')",
-                          {"rack": repair["rack"], "opened_at": repair["opened_at"]}, order="finished_at DESC, key")
+    """(the run that validates the repair, or None; why, in words): validation_since its opening."""
+    return validation_since(ledger, repair["rack"], repair["part"], repair["opened_at"], "the repair opened")
+
+
+def validation_since(ledger: Ledger, rack: str, part: str, since: str, what: str) -> tuple[Record | None, str]:
+    """(the run that validates `part` since `since` — `what` happened then, in words — or None;
+    why, in words). The validation is the latest burn-in or acceptance of the rack that finished
+    at or after `since` and judged every tray (pass or fail, not incomplete): it passes for the
+    part when it names neither the part nor a part holding it or held by it among its failing parts."""
+    runs = ledger.records("runs", "rack = :rack AND finished_at >= :since AND verdict IN ('pass', 'fail')",
+                          {"rack": rack, "since": since}, order="finished_at DESC, key")
     if not runs:
-        return None, (f"no complete burn-in or acceptance of {repair['rack']} since the repair opened "
-                      f"({repair['opened_at']})")
+        return None, f"no complete burn-in or acceptance of {rack} since {what} ({since})"
     run = runs[0]
-    part = repair["part"]
     still = [p["part"] for p in run["failing_parts"] if p["part"] == part or p["part"].startswith(part + "/")
              or part.startswith(p["part"] + "/")]
     if still:
         return None, f"the {run['kind']} of {run['finished_at']} still fails {', '.join(still)}"
     return run, f"the {run['kind']} of {run['finished_at']} ({run['verdict']}) names no fault of {part}"
+
+
+def open_drain_of(ledger: Ledger, node: str, part: str) -> Record | None:
+    """The ledger's earliest drain of `node` for `part` not yet resumed, else None."""
+    rows = ledger.records("drains", "node = :node AND part = :part AND resumed_at IS NULL",
+                          {"node": node, "part": part}, order="drained_at, key")
+    return rows[0] if rows else None

@@ -33,6 +33,9 @@ LEFT = "left"  # someone else's drain (or down): left exactly as it is
 RESUMED = "resumed"
 KEPT = "kept"  # still held by opsctl for another part: stays drained, this part removed from the reason
 NOT_DRAINED = "not_drained"
+UNVALIDATED = "unvalidated"  # opsctl holds it for a part not validated since its drain: stays drained
+
+HEALTH_ACTION = "health_check"  # the action a health drain's reason names (not a repair: the check failed)
 
 
 @dataclass(frozen=True)
@@ -172,10 +175,11 @@ def _states(nodes: list[str], dry_run: bool) -> tuple[dict[str, scontrol.NodeSta
 
 
 def resume_parts(parts: Collection[str], nodes: Iterable[str], dry_run: bool = False,
-                 action: str | None = None) -> Containment:
+                 action: str | None = None, why_kept: Callable[[str, Hold], str | None] | None = None) -> Containment:
     """Release `parts` (part ids, or the rack's name) on `nodes` — only holds for `action`, when
     given; resume each node no other opsctl hold keeps drained. Nodes drained by someone else,
-    or not drained, are left."""
+    or not drained, are left. `why_kept(node, hold)`, when given, says why a hold that would be
+    released must stay (its part not validated since its drain), or None to release it."""
     asked = list(dict.fromkeys(nodes))
     states, unread = _states(asked, dry_run)
     outcomes: list[NodeOutcome] = []
@@ -192,16 +196,24 @@ def resume_parts(parts: Collection[str], nodes: Iterable[str], dry_run: bool = F
             outcomes.append(NodeOutcome(node, NOT_DRAINED, f"not drained ({state.state}): nothing to resume",
                                         state.state, state.reason))
             continue
-        released = [h for h in ours if any(covers(part, h.part) for part in parts) and action in (None, h.action)]
+        asked_for = [h for h in ours if any(covers(part, h.part) for part in parts) and action in (None, h.action)]
+        refusals = {h: why for h in asked_for if why_kept and (why := why_kept(node, h))}
+        released = [h for h in asked_for if h not in refusals]
         remaining = [h for h in ours if h not in released]
-        if not released:
+        unvalidated = "; ".join(f"{h.part}: {why}" for h, why in refusals.items())
+        if refusals and not released:
+            outcomes.append(NodeOutcome(node, UNVALIDATED, f"left drained, not validated: {unvalidated}",
+                                        state.state, state.reason, state.reason))
+        elif not released:
             outcomes.append(NodeOutcome(node, KEPT, f"left drained: opsctl holds it for another part: {state.reason}",
                                         state.state, state.reason, state.reason))
         elif remaining:
             after = reason_of(remaining)
             said = "would stay drained for another part; reason would be" if dry_run else \
                 "stays drained for another part; reason now"
-            outcomes.append(NodeOutcome(node, KEPT, f"{said} {after}", state.state, state.reason, after, released=released))
+            not_yet = f" (not validated: {unvalidated})" if refusals else ""
+            outcomes.append(NodeOutcome(node, KEPT, f"{said} {after}{not_yet}", state.state, state.reason, after,
+                                        released=released))
         else:
             outcomes.append(NodeOutcome(node, RESUMED, "would resume" if dry_run else "resumed", state.state, state.reason,
                                         None, released=released))

@@ -23,13 +23,12 @@ from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.cli.context import inventory_from, inventory_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, IncompleteError, InputError
-from opsctl.slurm.containment import drain_parts, resume_parts
+from opsctl.slurm.containment import HEALTH_ACTION, drain_parts, resume_parts
 from opsctl.slurm.scope import PartScope
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack, Tray
 
-HEALTH_ACTION = "health_check"  # the action a health drain's reason names (not a repair: the check failed)
 DEFAULT_WINDOW_S = 1.0
 
 
