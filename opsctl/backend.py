@@ -14,8 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, overload
 
 from opsctl.errors import InputError
-from opsctl.simulation import compile_rack_spec, load_scenario
-from opsctl.simulation.scenario import healthy_scenario
 from opsctl.topology import build_topology
 
 if TYPE_CHECKING:
@@ -40,6 +38,10 @@ def sim_spec_for(rack: Rack, topology: Topology | None = None) -> RackSpec | Non
     """The compiled simulator spec of a `sim` rack; None for a rack of real GPUs."""
     if rack.backend != "sim":
         return None
+    # the simulator's compiler (the scenario schema, the simulated hardware) only for a simulated rack
+    from opsctl.simulation import compile_rack_spec, load_scenario
+    from opsctl.simulation.scenario import healthy_scenario
+
     scenario = load_scenario(rack.scenario) if rack.scenario else healthy_scenario(f"{rack.name}-healthy")
     return compile_rack_spec(scenario, topology or topology_for(rack))
 

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from opsctl.fanout.local import LocalTransport
-from opsctl.fanout.ssh import SshTransport
 from opsctl.fanout.transport import STOP_ON_HANGUP, Completed, Interrupted, Transport, TransportError
 from opsctl.runs.tray_result import COMPLETE, INCOMPLETE, TrayResult
 
@@ -70,6 +69,8 @@ def transport_for(rack: Rack, options: FanoutOptions, workdir: str | Path) -> Tr
                               options.connect_timeout_s)
     if rack.transport == "local":
         return LocalTransport(workdir)
+    from opsctl.fanout.ssh import SshTransport  # paramiko and cryptography only for a rack reached over ssh
+
     return SshTransport(known_hosts=known_hosts_of(rack), accept_new_host_keys=options.accept_new_host_keys,
                         connect_timeout_s=options.connect_timeout_s)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from opsctl.tco.derivation import Figure
+from opsctl.tco.elementwise import Value, power, rounded, where
 
 if TYPE_CHECKING:
     from opsctl.tco.scenario import Scenario
@@ -22,17 +23,23 @@ HOSTING = ("hosting per month = it_kw_per_unit · pue · 730 h · power_price_pe
            "it_kw_per_unit · colocation_per_kw_month + software_per_month")
 
 
-def monthly_capital(unit_price: float, depreciation_years: float, cost_of_capital: float) -> float:
+def monthly_capital(unit_price: Value, depreciation_years: Value, cost_of_capital: Value) -> Value:
     """The equal monthly payment that repays unit_price with interest over the depreciation years."""
     months = 12 * depreciation_years
     rate = cost_of_capital / 12
-    if rate == 0:
-        return unit_price / months
-    return unit_price * rate / (1 - (1 + rate) ** -months)
+    return where(rate == 0, _interest_free, _annuity, unit_price, months, rate)
 
 
-def monthly_hosting(it_kw: float, pue: float, power_price_per_kwh: float, colocation_per_kw_month: float,
-                    software_per_month: float = 0.0) -> float:
+def _interest_free(unit_price: Value, months: Value, rate: Value) -> Value:
+    return unit_price / months
+
+
+def _annuity(unit_price: Value, months: Value, rate: Value) -> Value:
+    return unit_price * rate / (1 - power(1 + rate, -months))
+
+
+def monthly_hosting(it_kw: Value, pue: Value, power_price_per_kwh: Value, colocation_per_kw_month: Value,
+                    software_per_month: Value = 0.0) -> Value:
     return it_kw * pue * HOURS_PER_MONTH * power_price_per_kwh + it_kw * colocation_per_kw_month + software_per_month
 
 
@@ -71,7 +78,7 @@ def gpu_hour_cost(scenario: Scenario) -> Figure:
         sources += [f"{key}: {opex[key].source}" for key in ("it_kw_per_unit", "power_price_per_kwh", "colocation_per_kw_month")]
         sources.append(f"pue: {pue.source}")
         hosting_formula = HOSTING
-    inputs.update({"capital_per_month": round(capital, 2), "hosting_per_month": round(hosting, 2)})
+    inputs.update({"capital_per_month": rounded(capital, 2), "hosting_per_month": rounded(hosting, 2)})
     value = (capital + hosting) / unit_gpus / HOURS_PER_MONTH
     formula = f"(capital + hosting per month) / unit_gpus / 730 h; {capital_formula}; {hosting_formula}"
     return Figure(value, "$/GPU-hour", formula, "; ".join(sources), inputs)

@@ -1,7 +1,9 @@
 """Propagating a scenario's ranges to every figure: Monte Carlo over the pure pricing model.
 
-Each draw prices the scenario with every uncertain input at one drawn value (pricing.price, the
-same function as the point figures; about 0.3 ms a draw). Each input draws from its own numpy
+Each draw prices the scenario with every uncertain input at one drawn value, by the same formulas
+as the point figures (pricing.priced), all draws at once: each uncertain input is a numpy array of
+its draws through the formulas (opsctl/tco/elementwise.py), the scenario checked once over them,
+and each draw comes out to the last bit as `price` prices the scenario at that draw. Each input draws from its own numpy
 Generator, seeded by (--seed, the input's name): the draws are reproducible, and two scenarios
 priced with the same seed are paired — draw i puts a key they share at the same quantile in both
 (common random numbers), so `compare` reads the share of draws in which one is cheaper.
@@ -17,10 +19,9 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
-from opsctl.tco.pricing import price
+from opsctl.tco.pricing import NEEDS_PROGRESS, Priced, price, priced
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import TypeAlias
 
     import numpy
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 FIGURES = ("gpu_hour_cost", "tokens_per_second_per_gpu", "mfu", "cost_per_million_tokens", "joules_per_token",
            "total_cost", "household_years", "goodput", "checkpoint_interval_minutes", "spare_charge_factor",
            "effective_cost_per_million_tokens", "effective_total_cost", "effective_joules_per_token", "training_days")
-UNBOUNDED_WITHOUT_PROGRESS = ("effective_cost_per_million_tokens", "effective_total_cost", "effective_joules_per_token",
-                              "training_days")
 DEFAULT_DRAWS = 2000  # the 90% interval's ends to within about a percentile; `tco run` in about a second
 MAX_DRAWS = 100_000
 DEFAULT_LEVEL = 0.9
@@ -68,29 +67,33 @@ def draw_inputs(uncertain: UncertainScenario, draws: int, seed: int) -> Table:
 
 def figures_over_draws(uncertain: UncertainScenario, mttr_model: MttrModel | None, draws: int, seed: int) -> Table:
     """{figure: numpy array over the draws}: NaN where the figure does not exist (no tokens, no
-    model shape), +inf where the job made no progress in that draw."""
+    model shape), +inf where the job made no progress in that draw. Every draw at once: the
+    scenario is checked once over the draws and priced by `pricing.priced` with arrays for its
+    uncertain inputs, each draw the number `price` gives for the scenario at that draw."""
     import numpy
 
-    inputs = draw_inputs(uncertain, draws, seed)
-    table = {key: numpy.full(draws, math.nan) for key in FIGURES}
-    for index in range(draws):
-        document = price(uncertain.scenario_at({name: float(v[index]) for name, v in inputs.items()}), mttr_model)
-        unbounded = _unbounded(document)
-        for key in FIGURES:
-            value = document[key]
-            if value is not None:
-                table[key][index] = value
-            elif key in unbounded:
-                table[key][index] = math.inf
+    with numpy.errstate(all="ignore"):  # as Python floats do: overflow to ±inf, silently
+        result = priced(uncertain.scenario_over(draw_inputs(uncertain, draws, seed)), mttr_model)
+        stalled = numpy.broadcast_to(result.goodput == 0, draws)
+        progress = numpy.broadcast_to(result.progress, draws)
+        table = {key: numpy.full(draws, math.nan) for key in FIGURES}
+        for key, value in _document_values(result).items():
+            value = numpy.broadcast_to(numpy.asarray(value, dtype=float), draws)
+            if key in NEEDS_PROGRESS:  # not priced without progress (null in the document): unbounded where stalled
+                table[key] = numpy.where(numpy.isfinite(value) & progress, value, numpy.where(stalled, math.inf, math.nan))
+            else:
+                table[key] = numpy.where(numpy.isfinite(value), value, math.nan)
     return table
 
 
-def _unbounded(document: dict[str, Any]) -> Sequence[str]:
-    """The figures a draw without progress leaves null because they are infinite."""
-    if document["goodput"] != 0:
-        return ()
-    needs_tokens = ("effective_total_cost", "training_days")
-    return [key for key in UNBOUNDED_WITHOUT_PROGRESS if document["tokens"] is not None or key not in needs_tokens]
+def _document_values(result: Priced) -> dict[str, Any]:
+    """The values the priced document gives each of FIGURES (those it has), as numbers or draws."""
+    values = {key: figure.value for key, figure in result.figures.items() if figure is not None and key in FIGURES}
+    reliability = result.reliability
+    values.update(goodput=result.goodput, spare_charge_factor=1.0 if reliability is None else reliability.place.charge_factor)
+    if reliability is not None:
+        values["checkpoint_interval_minutes"] = reliability.interval
+    return values
 
 
 def summary(values: Draws, level: float) -> tuple[float | None, list[float | None] | None]:

@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.tco.derivation import Given
+from opsctl.tco.elementwise import anywhere, fsum, largest, maximum, shown
 from opsctl.tco.skus import SKUS, Sku
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
 
 if TYPE_CHECKING:  # the schema imports msgspec: only when a scenario is read, not for `opsctl --help`
+    from collections.abc import Mapping
+
     from opsctl.tco.scenario_schema import Capex, Opex, Range, ReliabilityBlock
 
 GOODPUT_MODELS = ("ettr", "daly")
@@ -77,6 +80,11 @@ class Reliability:
     charge_spares: bool
     goodput_model: str
 
+    @property
+    def optimal_interval(self) -> bool:
+        """Whether the checkpoint interval is Daly's optimum (else a number, or draws)."""
+        return isinstance(self.checkpoint_interval_minutes.value, str)  # "optimal"
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -104,8 +112,12 @@ def load_scenario(path: str | Path) -> Scenario:
     return scenario_from_data(load_yaml_file(path, MAX_WRITTEN_BYTES), str(path))
 
 
-def scenario_from_data(data: Any, source: str) -> Scenario:
-    """The Scenario of parsed scenario data (its numbers points, not ranges); one InputError if not."""
+def scenario_from_data(data: Any, source: str, draws: Mapping[str, Any] | None = None) -> Scenario:
+    """The Scenario of parsed scenario data (its numbers points, not ranges); one InputError if not.
+
+    `draws` ({dotted key: numpy array}, opsctl/tco/uncertain.py) puts an array of draws in place of
+    the number at each of its keys, for the Monte Carlo to price every draw at once: the data are
+    checked as they are, the draws are not (the caller has checked them at their extremes)."""
     from opsctl.tco.scenario_schema import read_scenario
 
     data = require_mapping(data, source)
@@ -113,7 +125,7 @@ def scenario_from_data(data: Any, source: str) -> Scenario:
     for key in checked.sources or {}:
         if _lookup(data, key) is _MISSING:
             raise InputError(f"{source}: sources.{key}: no such key in the scenario")
-    read = _Given(source, checked.sources or {})
+    read = _Given(source, checked.sources or {}, draws or {})
     cluster, workload = checked.cluster, checked.workload
     sku = SKUS[cluster.gpu]
     gpu_hour_cost = read("cluster.gpu_hour_cost", cluster.gpu_hour_cost)
@@ -131,8 +143,8 @@ def scenario_from_data(data: Any, source: str) -> Scenario:
     model = None
     if workload.model:
         shape = workload.model
-        model = ModelShape(_point(shape.params, "workload.model.params", source), _point(shape.layers, "workload.model.layers", source),
-                           _point(shape.hidden, "workload.model.hidden", source), _point(shape.seq_len, "workload.model.seq_len", source))
+        model = ModelShape(read.number("workload.model.params", shape.params), read.number("workload.model.layers", shape.layers),
+                           read.number("workload.model.hidden", shape.hidden), read.number("workload.model.seq_len", shape.seq_len))
     if tps is None and mfu is None:
         raise InputError(f"{source}: workload.tokens_per_second_per_gpu missing: give it, or mfu with model")
     if tps is not None and mfu is not None:
@@ -140,35 +152,40 @@ def scenario_from_data(data: Any, source: str) -> Scenario:
     if mfu is not None and model is None:
         raise InputError(f"{source}: workload.model missing: mfu needs the model (params, layers, hidden, seq_len)")
 
-    return Scenario(
+    scenario = Scenario(
         source=source, name=str(checked.name or Path(source).stem), description=str(checked.description or ""),
-        sku=sku, gpus=_point(cluster.gpus, "cluster.gpus", source), gpu_hour_cost=gpu_hour_cost, capex=capex, opex=opex,
+        sku=sku, gpus=read.number("cluster.gpus", cluster.gpus), gpu_hour_cost=gpu_hour_cost, capex=capex, opex=opex,
         watts_per_gpu=watts, pue=pue, precision=workload.precision, tokens_per_second_per_gpu=tps, mfu=mfu, model=model,
         tokens=read("workload.tokens", workload.tokens),
         reliability=_reliability(checked.reliability, sku, read) if checked.reliability else None, raw=copy.deepcopy(data),
     )
+    assert read.drawn == set(read.draws), f"draws for keys the reader does not read: {set(read.draws) - read.drawn}"
+    return scenario
 
 
 class _Given:
     """Gives each number of the scenario with where it came from: its `sources` entry, else the
     file and the key."""
 
-    def __init__(self, source: str, sources: dict[str, str]) -> None:
-        self.source, self.sources = source, sources
+    def __init__(self, source: str, sources: dict[str, str], draws: Mapping[str, Any]) -> None:
+        self.source, self.sources, self.draws = source, sources, draws
+        self.drawn: set[str] = set()  # the keys of `draws` read so far
 
     def where(self, path: str) -> str:
         return self.sources.get(path) or f"{self.source}: {path}"
 
     def __call__(self, path: str, value: float | Range | None) -> Given | None:
-        return None if value is None else Given(_point(value, path, self.source), self.where(path))
+        return None if value is None else Given(self.number(path, value), self.where(path))
 
-
-def _point(value: Any, path: str, source: str) -> Any:
-    """A number of the scenario (or None, not given); a range here is for opsctl/tco/uncertain.py
-    to have read first."""
-    if value is not None and not isinstance(value, (int, float)):  # what the schema leaves: a number, a Range
-        raise InputError(f"{source}: {path}: a range where this reader takes a number (opsctl tco run prices ranges)")
-    return value
+    def number(self, path: str, value: Any) -> Any:
+        """A number of the scenario (or None, not given; its draws where there are draws); a range
+        here is for opsctl/tco/uncertain.py to have read first."""
+        if value is not None and not isinstance(value, (int, float)):  # what the schema leaves: a number, a Range
+            raise InputError(f"{self.source}: {path}: a range where this reader takes a number (opsctl tco run prices ranges)")
+        if value is None or path not in self.draws:
+            return value
+        self.drawn.add(path)
+        return self.draws[path]
 
 
 def _capex(block: Capex, read: _Given) -> dict[str, Given | None]:
@@ -209,7 +226,7 @@ def _reliability(block: ReliabilityBlock, sku: Sku, read: _Given) -> Reliability
         else read("reliability.checkpoint_interval_minutes", interval)
     assert interval_given is not None  # a value was given, so a Given
     write = read("reliability.checkpoint_write_minutes", block.checkpoint_write_minutes) or Given(0.0, "default: non-blocking writes")
-    if interval == "optimal" and write.value == 0:
+    if interval == "optimal" and anywhere(write.value == 0):
         raise InputError(f"{source}: reliability.checkpoint_write_minutes must be > 0 when checkpoint_interval_minutes "
                          f"is optimal (with free writes the optimum is to checkpoint continuously)")
     spare_key = "spare_racks" if sku.domain.unit == "rack" else "spare_servers"
@@ -218,7 +235,7 @@ def _reliability(block: ReliabilityBlock, sku: Sku, read: _Given) -> Reliability
         raise InputError(f"{source}: reliability.{other}: a {sku.name} job keeps spare {sku.domain.unit}s; use {spare_key}")
     spare_units = read(f"reliability.{spare_key}", getattr(block, spare_key)) or Given(0, "default: no spare units")
     spare_gpus = read("reliability.spare_gpus", block.spare_gpus)
-    if spare_gpus is not None and spare_gpus.value >= sku.domain.gpus:
+    if spare_gpus is not None and anywhere(spare_gpus.value >= sku.domain.gpus):
         raise InputError(f"{source}: reliability.spare_gpus must be fewer than the {sku.domain.gpus} GPUs of a {sku.domain.unit}")
     mtbi, failures = _interruption_rate(block, _failure_classes(block, read), read)
     restart = read("reliability.restart_minutes", block.restart_minutes)
@@ -252,17 +269,17 @@ def _failure_classes(block: ReliabilityBlock, read: _Given) -> tuple[FailureClas
     classes = []
     for index, entry in enumerate(block.failure_mix):
         path = f"reliability.failure_mix[{index}]"
-        own = _point(entry.mtbi_gpu_days, f"{path}.mtbi_gpu_days", source)
+        own = read.number(f"{path}.mtbi_gpu_days", entry.mtbi_gpu_days)
         if own is None and entry.share is None:
             raise InputError(f"{source}: {path}.share missing")
         if own is not None and entry.share is not None:
             raise InputError(f"{source}: {path}: give share or mtbi_gpu_days (the class's own MTBI), not both")
         named = [key for key in ("part", "action") if getattr(entry, key) is not None]
-        direct = _point(entry.blast_radius_gpus, f"{path}.blast_radius_gpus", source)
-        hours = _point(entry.repair_hours, f"{path}.repair_hours", source)  # with a part or action: the whole restore
+        direct = read.number(f"{path}.blast_radius_gpus", entry.blast_radius_gpus)
+        hours = read.number(f"{path}.repair_hours", entry.repair_hours)  # with a part or action: the whole restore
         if len(named) + (direct is not None) != 1 or (direct is not None and hours is None):
             raise InputError(f"{source}: {path}: name a part or an action, or give blast_radius_gpus with repair_hours")
-        step = _point(entry.repair_step_hours, f"{path}.repair_step_hours", source)
+        step = read.number(f"{path}.repair_step_hours", entry.repair_step_hours)
         if step is not None and not named:
             raise InputError(f"{source}: {path}.repair_step_hours goes with a part or an action (it replaces "
                              f"the repair step of the MTTR model's action); with blast_radius_gpus give repair_hours")
@@ -303,12 +320,12 @@ def _interruption_rate(block: ReliabilityBlock, classes: tuple[FailureClass, ...
         raise InputError(f"{source}: reliability.mtbi_gpu_days: every failure_mix class gives its own mtbi_gpu_days, "
                          f"which together make the MTBI; drop it")
     rates = [c.share / overall.value if c.mtbi_gpu_days is None and overall is not None
-             else 1.0 / max(c.mtbi_gpu_days or 0.0, sys.float_info.min) for c in classes]
-    top = max(rates)
+             else 1.0 / maximum(c.mtbi_gpu_days, sys.float_info.min) for c in classes]
+    top = largest(rates)
     weights = [r / top for r in rates]  # ≤ 1 each: their sum cannot overflow where the rates' might
-    total = math.fsum(weights)
+    total = fsum(weights)
     how = "1 / Σ (1 / mtbi_gpu_days of each failure_mix class" + (
-        f"; share / {overall.value:g} for a class with a share ({overall.source})" if shared and overall is not None else "") + ")"
+        f"; share / {shown(overall.value)} for a class with a share ({overall.source})" if shared and overall is not None else "") + ")"
     return (Given(1.0 / top / total, how),
             tuple(dataclasses.replace(c, share=w / total) for c, w in zip(classes, weights)))
 

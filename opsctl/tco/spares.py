@@ -13,12 +13,12 @@ price per token.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
+from opsctl.tco.elementwise import Value, ceil, exp, greatest, is_draws, isinf, lgamma, log, maximum, minimum, shown, sqrt, where
 
 if TYPE_CHECKING:
     from opsctl.mttr import MttrModel, RepairAction
@@ -29,32 +29,35 @@ MINUTES_PER_DAY = 1440.0
 
 @dataclass(frozen=True)
 class Layout:
-    training_gpus: int
-    train_gpus_per_domain: int
-    spare_gpus_per_domain: int
-    domains: int
-    spare_units: int
-    installed_gpus: int
+    """How the job's GPUs sit in NVLink domains; each count a number, or draws where an input is a range."""
+
+    training_gpus: Value
+    train_gpus_per_domain: Value
+    spare_gpus_per_domain: Value
+    domains: Value
+    spare_units: Value
+    installed_gpus: Value
     charged: bool
     spare_source: str
 
     @property
-    def charge_factor(self) -> float:
+    def charge_factor(self) -> Value:
         """GPUs paid for per GPU training: spares charged to the run, or carried by other work."""
         return self.installed_gpus / self.training_gpus if self.charged else 1.0
 
 
 @dataclass(frozen=True)
 class Failure:
-    """A class of interruptions, resolved: what it idles, for how long, and what covers it."""
+    """A class of interruptions, resolved: what it idles, for how long, and what covers it (each
+    figure a number, or draws where an input is a range)."""
 
     name: str
-    share: float
-    blast_radius_gpus: int
-    repair_hours: float
+    share: Value
+    blast_radius_gpus: Value
+    repair_hours: Value
     source: str
-    covered_by: str = ""  # "restart" | "hot spares" | "spare unit"
-    wait_minutes: float = 0.0  # expected wait for a repair per interruption of this class
+    covered_by: str = ""  # "restart" | "hot spares" | "spare unit" | "repair"; for draws, the point's is not known: ""
+    wait_minutes: Value = 0.0  # expected wait for a repair per interruption of this class
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "share": self.share, "blast_radius_gpus": self.blast_radius_gpus,
@@ -72,7 +75,7 @@ def layout(scenario: Scenario, mttr_model: MttrModel) -> Layout:
         spare = mttr_model.spares.get(domain.model, {}).get("spare_gpus", 0)
         source = f"{mttr_model.source}: spares.{domain.model}" if domain.model in mttr_model.spares else "no hot spares"
     per_domain = domain.gpus - spare
-    domains = math.ceil(scenario.gpus / per_domain)
+    domains = ceil(scenario.gpus / per_domain)
     units = reliability.spare_units.value
     return Layout(scenario.gpus, per_domain, spare, domains, units, (domains + units) * domain.gpus,
                   reliability.charge_spares, source)
@@ -92,10 +95,10 @@ def resolve(failure_class: FailureClass, scenario: Scenario, mttr_model: MttrMod
     hours = action.mttr_hours
     if failure_class.repair_hours is not None:  # a measured time to restore (the ledger's), the action's blast radius
         hours = failure_class.repair_hours
-        source += f"; time to restore {hours:g} h: {scenario.source}: reliability.failure_mix"
+        source += f"; time to restore {shown(hours)} h: {scenario.source}: reliability.failure_mix"
     elif failure_class.repair_step_hours is not None:  # the scenario's repair step, the action's other steps
         hours = sum({**action.hours, "repair_h": failure_class.repair_step_hours}.values())
-        source += f"; repair step {failure_class.repair_step_hours:g} h: {scenario.source}: reliability.failure_mix"
+        source += f"; repair step {shown(failure_class.repair_step_hours)} h: {scenario.source}: reliability.failure_mix"
     return Failure(failure_class.name, failure_class.share, blast, hours, source)
 
 
@@ -114,38 +117,56 @@ def action_of(failure_class: FailureClass, scenario: Scenario, mttr_model: MttrM
         raise InputError(f"{scenario.source}: reliability.failure_mix: part {failure_class.part!r}: {error}") from None
 
 
-def cover(failures: Sequence[Failure], layout_: Layout, interruptions_per_hour: float) -> tuple[list[Failure], float]:
+def cover(failures: Sequence[Failure], layout_: Layout, interruptions_per_hour: Value) -> tuple[list[Failure], Value]:
     """Say what covers each failure class and the expected repair wait per interruption.
 
     Drains beyond the hot spares fall on the spare units; the number of units under repair at once
     is Poisson with mean (drains per hour × repair hours) (an infinite-server queue), so a drain
     finds every spare unit busy with probability P(N ≥ spare units), and then waits the repair.
     """
-    drains = [f for f in failures if f.blast_radius_gpus > layout_.spare_gpus_per_domain]
-    load = sum(f.share * interruptions_per_hour * f.repair_hours for f in drains if f.share and f.repair_hours)
-    all_busy = _poisson_at_least(load, layout_.spare_units)
+    spares = layout_.spare_gpus_per_domain
+    load = sum(where((f.blast_radius_gpus > spares) & (f.share != 0) & (f.repair_hours != 0), _load, 0.0,
+                     f.share, interruptions_per_hour, f.repair_hours) for f in failures)
+    all_busy = poisson_at_least(load, layout_.spare_units)
     covered = []
     for f in failures:
-        if f.blast_radius_gpus == 0:
-            covered.append(_with(f, "restart", 0.0))
-        elif f.blast_radius_gpus <= layout_.spare_gpus_per_domain:
-            covered.append(_with(f, "hot spares", 0.0))
-        else:
-            wait = all_busy * f.repair_hours * 60 if all_busy else 0.0  # not 0 · inf
-            covered.append(_with(f, "spare unit" if layout_.spare_units else "repair", wait))
+        wait = where((f.blast_radius_gpus > spares) & (all_busy != 0), _wait, 0.0, all_busy, f.repair_hours)  # not 0 · inf
+        covered.append(Failure(f.name, f.share, f.blast_radius_gpus, f.repair_hours, f.source, _covered_by(f, layout_), wait))
     return covered, all_busy
 
 
-def _with(failure: Failure, covered_by: str, wait: float) -> Failure:
-    return Failure(failure.name, failure.share, failure.blast_radius_gpus, failure.repair_hours, failure.source,
-                   covered_by, wait)
+def _load(share: Value, interruptions_per_hour: Value, repair_hours: Value) -> Value:
+    return share * interruptions_per_hour * repair_hours
 
 
-def _poisson_at_least(mean: float, k: int) -> float:
+def _wait(all_busy: Value, repair_hours: Value) -> Value:
+    return all_busy * repair_hours * 60
+
+
+def _covered_by(failure: Failure, layout_: Layout) -> str:
+    blast, spares, units = failure.blast_radius_gpus, layout_.spare_gpus_per_domain, layout_.spare_units
+    if any(is_draws(value) for value in (blast, spares, units)):
+        return ""  # over draws each may differ; only the point's document says it
+    if blast == 0:
+        return "restart"
+    if blast <= spares:
+        return "hot spares"
+    return "spare unit" if units else "repair"
+
+
+def poisson_at_least(mean: Value, k: Value) -> Value:
     """P(N ≥ k) for N ~ Poisson(mean); terms in log space, as mean**j overflows for a large mean."""
-    if k == 0 or math.isinf(mean):
-        return 1.0
-    if mean == 0 or k > mean + 40 * math.sqrt(mean) + 40:  # beyond, the tail is below 1e-300: no term to sum
-        return 0.0
-    below = sum(math.exp(-mean + j * math.log(mean) - math.lgamma(j + 1)) for j in range(k))
-    return min(max(1.0 - below, 0.0), 1.0)
+    return where((k == 0) | isinf(mean), 1.0, _poisson_tail, mean, k)
+
+
+def _poisson_tail(mean: Value, k: Value) -> Value:
+    # beyond mean + 40·√mean + 40 the tail is below 1e-300: no term to sum
+    return where((mean == 0) | (k > mean + 40 * sqrt(mean) + 40), 0.0, _poisson_sum, mean, k)
+
+
+def _poisson_sum(mean: Value, k: Value) -> Value:
+    log_mean = log(mean)
+    below: Value = 0
+    for j in range(int(greatest(k))):  # in order, as sum() adds them; on draws, each draw's first k terms
+        below = below + where(j < k, lambda m, lm: exp(-m + j * lm - lgamma(j + 1)), 0.0, mean, log_mean)
+    return minimum(maximum(1.0 - below, 0.0), 1.0)

@@ -15,12 +15,15 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.tco import distributions
 from opsctl.tco.scenario import Scenario, scenario_from_data
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
+
+if TYPE_CHECKING:
+    from opsctl.tco.monte_carlo import Draws
 
 KeyPath = tuple[str | int, ...]  # keys and list indexes from the top of the scenario
 
@@ -71,6 +74,18 @@ class UncertainScenario:
             moved = ", ".join(f"{name} = {value:.6g}" for name, value in values.items())
             raise InputError(f"{error} (at {moved}, drawn from the scenario's ranges; bound the range: "
                              f"uniform or triangular)") from None
+
+    def scenario_over(self, draws: Mapping[str, Draws]) -> Scenario:
+        """The scenario with each uncertain input at its array of draws, for pricing every draw at once.
+
+        Checked once, not per draw: what the scenario reader takes of a key is an interval (a
+        bound each side, a whole number: the draws of a whole key are rounded), so the draws pass
+        if their least and their greatest do, the other inputs at their points."""
+        for item in self.inputs:
+            values = draws[item.name]
+            for value in dict.fromkeys((float(values.min()), float(values.max()))):
+                self.scenario_at({item.name: value})
+        return scenario_from_data(self.point_data, self.source, {i.name: draws[i.name] for i in self.inputs})
 
     def _at_end(self, item: Input, end: str, value: float) -> None:
         try:

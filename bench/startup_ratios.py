@@ -1,0 +1,120 @@
+"""Issue 29's start-up and Monte Carlo figures, each a ratio against a baseline timed in the same run:
+
+  - `opsctl --help` against `python -c "import click"`            (goal: within 5×)
+  - `opsctl health rack07/ct01 --json` beyond its own --window      (goal: within 0.5 s, quiet machine)
+  - `opsctl tco run RANGES --draws 100000` against `--draws 1`      (goal: within 4×)
+  - `opsctl localize --json DIR/*.json` against `opsctl localize --help` (goal: within 5×; only with --fleet DIR,
+    the snapshots bench/localize_fleet.py writes)
+
+Method: each figure and its baseline run as interleaved pairs of fresh processes (baseline, then the
+command, --pairs times), so load that comes and goes on a shared machine falls on both alike; the
+median of each, wall and CPU (user + system of the child, from getrusage) side by side, and the
+ratio of the medians. The load average is printed before and after, and the bytecode state: cached
+(.pyc files from an earlier run, what an installed opsctl has) or, with --cold, none (every run
+compiles its modules: PYTHONPYCACHEPREFIX set to a fresh empty folder per run).
+
+    .venv/bin/python bench/startup_ratios.py [--pairs 11] [--cold] [--fleet /tmp/opsctl-fleet] [--only tco]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RANGES = REPO / "scenarios" / "llama4-16k-h100-ranges-spares-charged.yaml"
+OPSCTL = [sys.executable, "-m", "opsctl"]
+HEALTH_WINDOW_S = 1.0
+
+
+def one_run(argv: list[str], cold: bool) -> tuple[float, float]:
+    """(wall s, CPU s) of one fresh process."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with tempfile.TemporaryDirectory(prefix="opsctl-pyc-") as prefix:
+        if cold:
+            env["PYTHONPYCACHEPREFIX"] = prefix
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        subprocess.run(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def pairs(baseline: list[str], command: list[str], count: int, cold: bool) -> tuple[list[tuple[float, float]], ...]:
+    one_run(baseline, cold), one_run(command, cold)  # not counted: writes the .pyc files a cached run reads
+    base, runs = [], []
+    for _ in range(count):
+        base.append(one_run(baseline, cold))
+        runs.append(one_run(command, cold))
+    return base, runs
+
+
+def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def spread(runs: list[tuple[float, float]]) -> str:
+    walls = sorted(w for w, _ in runs)
+    return f"{walls[0]:.3f}–{walls[-1]:.3f}"
+
+
+def report(name: str, baseline_name: str, base: list, runs: list, goal: str) -> None:
+    (bw, bc), (cw, cc) = medians(base), medians(runs)
+    print(f"{name}")
+    print(f"  baseline {baseline_name}: wall {bw:.3f} s ({spread(base)}), CPU {bc:.3f} s")
+    print(f"  command:  wall {cw:.3f} s ({spread(runs)}), CPU {cc:.3f} s")
+    print(f"  ratio of medians: wall {cw / bw:.2f}×, CPU {cc / bc:.2f}×   (goal: {goal})")
+
+
+def bytecode_state(cold: bool) -> str:
+    if cold:
+        return "none (PYTHONPYCACHEPREFIX: a fresh empty folder per run)"
+    import importlib.util
+
+    cached = Path(importlib.util.cache_from_source(str(REPO / "opsctl" / "cli" / "__init__.py"))).exists()
+    return "cached .pyc (written by an uncounted first run)" + ("" if cached else "; none found before it")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=11)
+    parser.add_argument("--cold", action="store_true", help="no cached bytecode: every run compiles its modules")
+    parser.add_argument("--fleet", help="a folder of rack snapshots (bench/localize_fleet.py --dir)")
+    parser.add_argument("--only", choices=("help", "health", "tco", "localize"), action="append")
+    args = parser.parse_args()
+    chosen = set(args.only or ("help", "health", "tco", "localize"))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
+          f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; bytecode: {bytecode_state(args.cold)}; "
+          f"{args.pairs} interleaved pairs each; wall and CPU are medians")
+    if "help" in chosen:
+        base, runs = pairs([sys.executable, "-c", "import click"], [*OPSCTL, "--help"], args.pairs, args.cold)
+        report("opsctl --help", 'python -c "import click"', base, runs, "≤ 5×")
+    if "health" in chosen:
+        base, runs = pairs([sys.executable, "-c", "import click"],
+                           [*OPSCTL, "health", "rack07/ct01", "--json", "--window", str(HEALTH_WINDOW_S)], args.pairs, args.cold)
+        report(f"opsctl health rack07/ct01 --window {HEALTH_WINDOW_S:g} (simulated tray)", 'python -c "import click"',
+               base, runs, "≤ 0.5 s beyond the window")
+        print(f"  beyond its window: wall {medians(runs)[0] - HEALTH_WINDOW_S:.3f} s")
+    if "tco" in chosen:
+        run = [*OPSCTL, "tco", "run", str(RANGES), "--json", "--draws"]
+        base, runs = pairs([*run, "1"], [*run, "100000"], args.pairs, args.cold)
+        report(f"opsctl tco run {RANGES.name} --draws 100000", "--draws 1", base, runs, "≤ 4×")
+    if "localize" in chosen and args.fleet:
+        files = sorted(glob.glob(str(Path(args.fleet) / "*.json")))
+        base, runs = pairs([*OPSCTL, "localize", "--help"], [*OPSCTL, "localize", "--json", *files], args.pairs, args.cold)
+        report(f"opsctl localize --json ({len(files)} racks)", "opsctl localize --help", base, runs, "≤ 5× at 228 racks")
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
