@@ -52,10 +52,11 @@ def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_e
     assert value(samples, "opsctl_nvlink_recoveries_failed_total", tray="ct07", gpu=0, port=13) == 7
     assert values(samples, "opsctl_gpu_row_remap_pending").count(1) == 1
     assert value(samples, "opsctl_gpu_row_remap_pending", tray="ct17", gpu=1) == 1
-    # Base units, and XID counters from the start for every GPU.
+    # Base units; a total of XIDs from the start for every GPU, a counter per code only once logged.
     assert value(samples, "opsctl_gpu_sm_clock_hertz", tray="ct01", gpu=0) == 345e6
     assert value(samples, "opsctl_gpu_power_limit_watts", tray="ct01", gpu=0) == 1200
-    assert values(samples, "opsctl_gpu_xid_events_total", xid=145) == [0] * 72
+    assert values(samples, "opsctl_gpu_all_xid_events_total") == [0] * 72
+    assert values(samples, "opsctl_gpu_xid_events_total", xid=145) == []
     assert value(samples, "opsctl_gpu_fabric_state", tray="ct01", gpu=0, state="completed") == 1
     assert set(values(samples, "opsctl_exporter_up")) == {1} and set(values(samples, "opsctl_tray_gpus_visible")) == {4}
     # docs/fleet.md sizes a rack's series from this very scrape: its figures stay within 2% of it.
@@ -80,7 +81,9 @@ def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_top
     samples = served.wait_for(lambda s: values(s, "opsctl_gpu_xid_events_total", gpu=2, xid=48) == [3]
                               and values(s, "opsctl_gpu_xid_events_total", gpu=5, xid=201) == [1])
     assert value(samples, "opsctl_gpu_xid_events_total", gpu=5, xid=13) == 1  # counted, though no alert
-    assert value(samples, "opsctl_gpu_xid_events_total", gpu=0, xid=48) == 0
+    assert values(samples, "opsctl_gpu_xid_events_total", gpu=0) == []  # no code logged: no per-code series
+    assert value(samples, "opsctl_gpu_all_xid_events_total", gpu=0) == 0
+    assert value(samples, "opsctl_gpu_all_xid_events_total", gpu=5) == 2 and value(samples, "opsctl_gpu_all_xid_events_total", gpu=2) == 3
     seen = value(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=2, xid=48)
     assert started < seen <= datetime.now().timestamp()
     assert values(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=0) == []
