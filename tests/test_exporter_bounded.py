@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from exporters.server import Exporter, RenderCache
-from exporters.tray_poller import TrayPoller, _GpuSlot, reading_round
+from exporters.tray_poller import TrayPoller, _GpuSlot
 
 
 @pytest.fixture
