@@ -232,3 +232,19 @@ def test_a_burn_in_path_that_does_not_exist_yet_is_said_once_and_read_when_it_co
     (tmp_path / "runs" / "ct03.json").write_text(json.dumps(run_document("ct03", "2026-11-30T10:00:00Z", [burnin_gpu(0, 1950.0, ["pass"])])))
     results.refresh()
     assert results.for_tray("ct03").gpus[0].verdict == "pass"
+
+
+def test_the_hosts_sxids_are_counted_per_switch_chip_fatal_and_non_fatal_since_the_driver_loaded():
+    from exporters.tray_poller import TrayPoller
+
+    poller = TrayPoller("hgx01", "node", None, nvswitch_chips=[f"hgx01/nvs{i}" for i in range(4)])
+    load = "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.161.08  Release Build"
+    fatal = "nvidia-nvswitch2: SXid (PCI:0000:c4:00.0): 20034, Fatal, Link 28 LTSSM Fault Up"
+    non_fatal = "nvidia-nvswitch1: SXid (PCI:0000:c3:00.0): 19084, Non-fatal, Link 29 AN1 Heartbeat Timeout Error"
+    unstated = "nvidia-nvswitch3: SXid (PCI:0000:c5:00.0): 10002, Severity 5 Engine instance 00"
+    poller._read_sxids(([fatal, load, non_fatal, non_fatal, unstated], None))  # the fatal one is before the reload
+    assert poller.sample().nvswitch_sxids == {"hgx01/nvs0": (0, 0), "hgx01/nvs1": (0, 2), "hgx01/nvs2": (0, 0),
+                                              "hgx01/nvs3": (1, 0)}  # unstated counts as fatal, as the check fails it
+    poller._read_sxids(([], "dmesg: Operation not permitted"))  # an unreadable log keeps the last counts
+    assert poller.sample().nvswitch_sxids["hgx01/nvs1"] == (0, 2)
+    assert TrayPoller("rack07", "ct01", None).sample().nvswitch_sxids is None  # no NVSwitch on a GB200 compute tray
