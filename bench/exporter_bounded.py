@@ -75,7 +75,8 @@ def main():
         took, body, _ = scrape(port)
         rss, _ = rss_mib(exporter.pid)
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        print(f"one scrape: {len(body) / 1e6:.2f} MB in {took * 1000:.0f} ms; exporter RSS {rss:.0f} MiB")
+        print(f"one scrape of the round's cached render (a cache hit, not a render): {len(body) / 1e6:.2f} MB in "
+              f"{took * 1000:.0f} ms; exporter RSS {rss:.0f} MiB")
         half_sent_then_closed(port, args.connections)
         took, busy = scrape_until_answered(port)
         rss, peak = rss_mib(exporter.pid)

@@ -84,18 +84,21 @@ def measure(port, scrapes, headers=None):
     return statistics.median(times), p99, len(body), len(series_of(body, encoding))
 
 
-def render_cpu_seconds(registry, repeats):
-    """CPU seconds of this thread to build and render one scrape (median, p99 of `repeats`):
-    unlike wall time, other processes on a shared machine barely move it."""
+def render_cpu_seconds(registries, repeats):
+    """CPU seconds of this thread to build and render one scrape of each registry (median, p90 of
+    `repeats` fresh renders each), interleaved: render i of one, then render i of the other, the
+    order swapped each time, so a busy machine slows both alike. Unlike wall time, other
+    processes barely move it."""
     from prometheus_client import generate_latest
 
-    times = []
-    for _ in range(repeats):
-        started = time.thread_time()
-        generate_latest(registry)
-        times.append(time.thread_time() - started)
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
+    times = [[] for _ in registries]
+    for i in range(repeats):
+        order = list(range(len(registries)))[::1 if i % 2 == 0 else -1]
+        for k in order:
+            started = time.thread_time()
+            generate_latest(registries[k])
+            times[k].append(time.thread_time() - started)
+    return [(statistics.median(t), statistics.quantiles(t, n=10, method="inclusive")[8]) for t in times]
 
 
 def in_process_cpu(repeats):
@@ -116,10 +119,18 @@ def in_process_cpu(repeats):
     ours = CollectorRegistry(auto_describe=False)
     ours.register(collector)
     series = sum(len(family.samples) for family in collector.collect())
-    result = render_cpu_seconds(ours, repeats), render_cpu_seconds(plain_gauges(series), repeats), series
+    result = (*render_cpu_seconds([ours, plain_gauges(series)], repeats), series)
     for poller in pollers:
         poller.stop()
     return result
+
+
+def bytecode_state():
+    """Whether this checkout's modules run from cached bytecode: start-up and first-use figures differ by it."""
+    tag = sys.implementation.cache_tag
+    cached = all(any((REPO / package / "__pycache__").glob(f"*.{tag}.pyc")) for package in ("opsctl", "probes", "exporters"))
+    writes = "off" if sys.flags.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
+    return f"bytecode {'cached' if cached else 'not cached'} ({tag}), writing it {writes}"
 
 
 def rss_mib(pid):
@@ -139,7 +150,7 @@ def main():
         return
     if args.cpu_only:
         mine, theirs, count = in_process_cpu(args.scrapes)
-        print(f"{count} series; CPU ms a scrape, median / p99: exporter {mine[0] * 1000:.0f} / {mine[1] * 1000:.0f}, "
+        print(f"{count} series; CPU ms a fresh render, {args.scrapes} interleaved pairs, median / p90: exporter {mine[0] * 1000:.0f} / {mine[1] * 1000:.0f}, "
               f"plain gauges {theirs[0] * 1000:.0f} / {theirs[1] * 1000:.0f}; ratio {mine[0] / theirs[0]:.2f}x")
         return
 
@@ -179,7 +190,8 @@ def main():
     for kind, theirs in plain.items():
         print(f"{'prometheus_client plain gauges, ' + formats[kind]:72} {theirs[0] * 1000:7.0f} ms {theirs[1] * 1000:7.0f} ms")
     mine, theirs, count = in_process_cpu(args.scrapes)
-    print(f"CPU time of one scrape in-process (build + render text, {count} series; reads idle):")
+    print(f"CPU time of one fresh render in-process (build + render text, {count} series; reads idle; "
+          f"{args.scrapes} interleaved pairs; median, p90):")
     print(f"{'  opsctl exporter collector':72} {mine[0] * 1000:7.0f} ms {mine[1] * 1000:7.0f} ms   "
           f"{mine[0] / theirs[0]:.2f}x, {mine[1] / theirs[1]:.2f}x")
     print(f"{'  prometheus_client plain gauges':72} {theirs[0] * 1000:7.0f} ms {theirs[1] * 1000:7.0f} ms")

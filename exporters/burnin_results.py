@@ -96,7 +96,6 @@ class BurninResults:
         self._parsed: dict[Path, tuple[tuple[int, int], TrayBurnin | None]] = {}  # file -> ((mtime_ns, size), TrayBurnin or None)
         self._latest: dict[str, TrayBurnin] = {}  # tray -> TrayBurnin
         self._said_missing = False  # warned that the path does not exist (yet)
-        self.version = 0  # moves on with every refresh that found files: a render of the metrics is then due
 
     def refresh(self) -> None:
         if self.path is None:
@@ -127,7 +126,6 @@ class BurninResults:
             if result is not None and (result.tray not in latest or result.finished > latest[result.tray].finished):
                 latest[result.tray] = result
         self._parsed, self._latest = parsed, latest  # swapped whole: scrapes see one or the other
-        self.version += 1
 
     def _parse(self, file: Path) -> TrayBurnin | None:
         try:

@@ -6,6 +6,9 @@ rack, tray, gpu (the index on its tray) and uuid; link series add port and switc
 chip at the far end, "" where the exporter was not given the rack's topology). Identity is one
 `opsctl_gpu_info` series. A value NVML does not give on this GPU is absent, not zero; a GPU that
 is lost or stale shows only its identity, status and XID counts, never frozen old measurements.
+A per-code XID series exists once the GPU logged the code; the GPU's total over all codes exists
+from the start (docs/alerting.md says how to query them). On an HGX host each NVSwitch chip has
+its fatal and non-fatal SXid counts since the driver loaded, labelled rack, tray and switch.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 Families = dict[str, "CounterMetricFamily | GaugeMetricFamily"]
 
 TRAY = ("rack", "tray")
+SWITCH = TRAY + ("switch",)
 GPU = ("rack", "tray", "gpu", "uuid")
 LINK = GPU + ("port", "switch")
 INFO = GPU + ("name", "serial", "pci_bus_id", "driver_version", "vbios", "inforom", "module_id",
@@ -88,9 +92,13 @@ METRICS = {
     "opsctl_gpu_fabric_health": ("gauge", "1 for the fabric health summary NVML gives for this GPU.", GPU + ("health",)),
     "opsctl_gpu_fabric_health_flag": ("gauge", "1 when this fabric health-mask bit is set; absent when the GPU does not report it.", GPU + ("flag",)),
     "opsctl_gpu_recovery_action": ("gauge", "1 for the recovery action the driver asks for (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): none, gpu_reset, node_reboot, drain_p2p, drain_and_reset.", GPU + ("action",)),
-    "opsctl_gpu_xid_events_total": ("counter", "XID events since the exporter started, by code (known codes start at 0).", GPU + ("xid",)),
+    "opsctl_gpu_all_xid_events_total": ("counter", "XID events since the exporter started, all codes together (0 from the start).", GPU),
+    "opsctl_gpu_xid_events_total": ("counter", "XID events since the exporter started, by code (a code's series appears with its first event).", GPU + ("xid",)),
     "opsctl_gpu_xid_last_seen_timestamp_seconds": ("gauge", "Unix time the GPU last logged this XID.", GPU + ("xid",)),
     "opsctl_gpu_xid_recorded": ("gauge", "XIDs the GPU logged before the exporter started, since the NVIDIA driver last loaded (kernel log), by code.", GPU + ("xid",)),
+    # NVSwitch chips on the host (HGX): the host kernel log's SXid lines since the driver loaded
+    "opsctl_nvswitch_fatal_sxids_total": ("counter", "Fatal SXids the NVSwitch chip logged since the NVIDIA driver loaded (host kernel log; a line that says neither fatal nor non-fatal counts here).", SWITCH),
+    "opsctl_nvswitch_non_fatal_sxids_total": ("counter", "Non-fatal SXids the NVSwitch chip logged since the NVIDIA driver loaded (host kernel log).", SWITCH),
     # NVLink, per port
     "opsctl_nvlink_up": ("gauge", "1 when the NVLink link is active, 0 when down.", LINK),
     **{name: ("counter", text, LINK) for name, text in LINK_COUNTERS.values()},
@@ -163,6 +171,9 @@ def _add_tray(families: Families, tray: TraySample, burnin: TrayBurnin | None) -
         families["opsctl_tray_gpus_expected"].add_metric(labels, tray.expected_gpus)
     if tray.visible_gpus is not None:
         families["opsctl_tray_gpus_visible"].add_metric(labels, tray.visible_gpus)
+    for chip, (fatal, non_fatal) in sorted((tray.nvswitch_sxids or {}).items()):
+        families["opsctl_nvswitch_fatal_sxids_total"].add_metric(labels + [chip], fatal)
+        families["opsctl_nvswitch_non_fatal_sxids_total"].add_metric(labels + [chip], non_fatal)
     for gpu in tray.gpus:
         gpu_burnin = burnin.gpus.get(gpu.index) if burnin is not None else None
         _add_gpu(families, tray, gpu, gpu_burnin, burnin)
@@ -184,6 +195,7 @@ def _add_gpu(families: Families, tray: TraySample, gpu: GpuSample, gpu_burnin: G
         families["opsctl_exporter_collect_duration_seconds"].add_metric(labels, reading.read_seconds)
     for code, count in sorted(gpu.recorded_xids.items()):
         families["opsctl_gpu_xid_recorded"].add_metric(labels + [str(code)], count)
+    families["opsctl_gpu_all_xid_events_total"].add_metric(labels, sum(count for count, _ in gpu.xids.values()))
     for code, (count, last_seen) in sorted(gpu.xids.items()):
         families["opsctl_gpu_xid_events_total"].add_metric(labels + [str(code)], count)
         if last_seen is not None:

@@ -1,13 +1,17 @@
 """The running exporter: tray pollers, the burn-in results and an HTTP server for /metrics.
 
-A scrape renders nothing itself. The text of the latest readings is rendered once and its bytes
-shared by every scrape until a poller publishes a new reading (or the render is `max_render_age_s`
-old, so reading ages and staleness move on): two hundred scrapes at once cost one render, not
-two hundred. One render runs at a time; scrapes that arrive during it wait for it and send its
-bytes. The server holds at most `max_connections` connections (one more is answered 503 at once,
-without a thread), closes any connection whose client has not sent its whole request
-`request_timeout_s` after it was accepted, however slowly it sends, and gives up a write that
-waits that long on a client that does not read — Prometheus's own default scrape timeout is 10 s.
+A scrape renders nothing itself. The text is rendered once per reading round, when the round
+completes (every GPU of every tray has published its read of it, or the next round has begun:
+exporters/tray_poller.py), and its bytes are shared by every scrape until the next round
+completes: however many scrape, the exporter renders at most once per reading interval, since a
+render between two rounds would show nothing newer. No render is served once it is as old as the
+staleness bound (`max_age_s`, the pollers' `stale_after_s`): then the next scrape renders again,
+so a GPU's status and reading age never lag more than that. One render runs at a time; scrapes
+that arrive during it wait for it and send its bytes. The server holds at most `max_connections`
+connections (one more is answered 503 at once, without a thread), closes any connection whose
+client has not sent its whole request `request_timeout_s` after it was accepted, however slowly
+it sends, and gives up a write that waits that long on a client that does not read —
+Prometheus's own default scrape timeout is 10 s.
 """
 
 from __future__ import annotations
@@ -37,17 +41,17 @@ MAX_CONNECTIONS = 16
 # Prometheus's default scrape_timeout (prometheus.io, Configuration: scrape_config): a scrape
 # that has not finished by then is abandoned by Prometheus anyway.
 REQUEST_TIMEOUT_S = 10.0
-MAX_RENDER_AGE_S = 1.0
 BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
 
 
 class RenderCache:
-    """The latest /metrics text, rendered once per new reading and shared by concurrent scrapes."""
+    """The latest /metrics text, rendered once per completed reading round and shared by every scrape."""
 
-    def __init__(self, registry: CollectorRegistry, version: Callable[[], Hashable], max_age_s: float = MAX_RENDER_AGE_S,
+    def __init__(self, registry: CollectorRegistry, version: Callable[[], Hashable], max_age_s: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = registry
-        self.version = version  # () -> a value that changes whenever a poller publishes a reading
+        self.version = version  # () -> a value that changes when a reading round completes
+        # A render this old is not served, whatever the version says: the staleness bound.
         self.max_age_s = max_age_s
         self.clock = clock
         self.renders = 0  # how many times the text was rendered (benchmarks and tests read it)
@@ -191,15 +195,19 @@ class Exporter:
         self.refresh_s = refresh_s
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(RackCollector(self.pollers, self.burnin))
-        self.cache = RenderCache(self.registry, self._version)
+        # Rendered again at the latest when the first GPU could have turned stale since.
+        self.cache = RenderCache(self.registry, self._version,
+                                 max_age_s=min((p.stale_after_s for p in self.pollers), default=refresh_s))
         self.max_connections = max_connections
         self.request_timeout_s = request_timeout_s
         self._server: BoundedMetricsServer | None = None
         self._stop = threading.Event()
 
-    def _version(self) -> tuple[tuple[int, ...], int]:
-        """Changes whenever a poller publishes a reading or the burn-in results change."""
-        return (tuple(poller.generation for poller in self.pollers), self.burnin.version)
+    def _version(self) -> int:
+        """The latest reading round every tray has completed: it moves on once a reading interval.
+        (What else a render shows — XID events, burn-in results — comes with the next round.)"""
+        now = time.monotonic()
+        return min((poller.completed_round(now) for poller in self.pollers), default=0)
 
     def start(self) -> Exporter:
         """Start reading and serving; OSError when the address cannot be bound."""

@@ -13,25 +13,36 @@ Each read also runs under the reader's deadline (probes.gpu_deadline): a GPU who
 comes back, at the deadline, as a hung reading shown stale (its later reads are refused at once
 while the call is stuck), and its XID watch is registered for the other GPUs all the same.
 
+Reads come in rounds: round k is the k-th multiple of the interval on the monotonic clock,
+the same for every GPU of every tray in the process, and each GPU's reader starts one read per
+round. A round is complete once every GPU of the tray has published its read of it, or once the
+next round has begun (a GPU whose read is stuck does not hold the others back). The exporter
+renders when a round completes (exporters/server.py), not at each GPU's reading: 72 readers
+publishing at their own times would make every scrape a render of its own.
+
+On an HGX host the NVSwitch chips are the host's: their SXid lines in its kernel log since the
+driver loaded (probes/nvswitch_sxids.py) are counted per chip, fatal and non-fatal, read with
+the recorded XIDs and read again every `sxid_reread_s`, since no NVML event announces them.
+
 A tray that cannot be opened (NVML not initialised yet, driver gone) shows as down with the
 reason, and is retried every interval.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections import Counter
+import math
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from probes.kernel_history import KernelLog, recorded_by_gpu
+from probes.kernel_history import KernelLog, recorded_by_gpu, since_driver_load
 from probes.nvml_reader import NvmlReader
+from probes.nvswitch_sxids import parse_sxid_lines, switch_component
 
-from exporters.xid_catalog import XIDS
 from exporters.xid_counts import XidCounts
 
 if TYPE_CHECKING:
@@ -40,6 +51,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("opsctl.exporter")
 
 GPU_STATUSES = ("ok", "lost", "stale", "starting")
+# No NVML event announces an SXid: the kernel log is read again this often (a minute: the
+# alert rises within one; journalctl over a boot's kernel log is not free every 10 s).
+SXID_REREAD_S = 60.0
+
+
+def reading_round(moment: float, interval_s: float) -> int:
+    """The reading round a time.monotonic() moment falls in (rounds are multiples of the interval)."""
+    return math.floor(moment / interval_s)
 
 
 @dataclass(frozen=True)
@@ -69,6 +88,9 @@ class TraySample:
     switch_of: dict[tuple[int, int], str]  # (gpu index, port) -> remote switch chip id
     driver_version: str | None
     kernel_log_unread: str | None  # why the kernel history could not be read; None when it was (or is not yet)
+    # HGX: switch chip id -> (fatal, non-fatal) SXids since the driver loaded; None where the
+    # host has no NVSwitch (a GB200 compute tray) or its kernel log has not been read
+    nvswitch_sxids: dict[str, tuple[int, int]] | None = None
 
 
 class _GpuSlot:
@@ -79,6 +101,7 @@ class _GpuSlot:
         self.reading: GpuReading | None = None
         self.identity: GpuReading | None = None
         self.read_started: float | None = None  # time.time() of the read in flight, None between reads
+        self.round: int | None = None  # the reading round of the latest read published (reading_round)
         self.collect_errors = 0
         self.logged: set[str] = set()
 
@@ -86,7 +109,8 @@ class _GpuSlot:
 class TrayPoller:
     def __init__(self, rack: str, tray: str, nvml: Any, interval_s: float = 10.0, stale_after_s: float | None = None,
                  expected_gpus: int | None = None, switch_of: dict[tuple[int, int], str] | None = None,
-                 down_reason: str | None = None, kernel_history: Callable[[], KernelLog] | None = None) -> None:
+                 down_reason: str | None = None, kernel_history: Callable[[], KernelLog] | None = None,
+                 nvswitch_chips: Sequence[str] | None = None, sxid_reread_s: float = SXID_REREAD_S) -> None:
         self.rack = rack
         self.tray = tray
         self.nvml = nvml
@@ -100,14 +124,16 @@ class TrayPoller:
         self.kernel_history = kernel_history
         self._recorded: dict[int, dict[int, int]] = {}
         self._kernel_log_unread: str | None = None
+        # The host's NVSwitch chips (HGX; None elsewhere), nvidia-nvswitchN's id at index N.
+        self.nvswitch_chips = list(nvswitch_chips) if nvswitch_chips is not None else None
+        self.sxid_reread_s = sxid_reread_s
+        self._sxids: dict[str, tuple[int, int]] | None = None
         self._reader: NvmlReader | None = None
         self._xids: XidCounts | None = None
         self._driver_version: str | None = None
         self._slots: list[_GpuSlot] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._published = itertools.count(1)
-        self.generation = 0  # moves on whenever something a scrape shows was published (exporters.server renders then)
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self) -> TrayPoller:
@@ -132,27 +158,30 @@ class TrayPoller:
                 break
             except self.nvml.NVMLError as error:
                 self.down_reason = f"cannot open NVML: {error}"
-                self.generation = next(self._published)
                 log.warning("%s/%s: %s; retrying every %s s", self.rack, self.tray, self.down_reason, self.interval_s)
                 self._stop.wait(self.interval_s)
         for slot in self._slots:
             self._spawn(self._read_forever, f"gpu-{self.tray}-{slot.index}", slot)
+        if self.nvswitch_chips is not None and self.kernel_history is not None:
+            while not self._stop.wait(self.sxid_reread_s):
+                self._read_sxids(self.kernel_history())
 
     def _open(self) -> None:
         self.nvml.nvmlInit()
         reader = NvmlReader(self.nvml)
-        xids = XidCounts(self.nvml, reader.handles, known_codes=XIDS, workers=reader.workers).start()
+        xids = XidCounts(self.nvml, reader.handles, workers=reader.workers).start()
         self._driver_version = reader.system().get("driver_version")
         self._read_recorded(reader)
         self._slots = [_GpuSlot(i) for i in range(reader.count)]
         self._reader, self._xids = reader, xids
         self.down_reason = None
-        self.generation = next(self._published)
 
     def _read_recorded(self, reader: NvmlReader) -> None:
         if self.kernel_history is None:
             return
-        found, why = recorded_by_gpu(self.kernel_history(), reader.read_all())
+        history = self.kernel_history()
+        self._read_sxids(history)
+        found, why = recorded_by_gpu(history, reader.read_all())
         self._kernel_log_unread = why
         if found is not None:
             self._recorded = {index: dict(Counter(event["xid"] for event in events)) for index, events in found.items()}
@@ -160,10 +189,30 @@ class TrayPoller:
             log.warning("%s/%s: kernel log not read (%s): the XIDs logged before the exporter started are unknown",
                         self.rack, self.tray, why)
 
+    def _read_sxids(self, history: KernelLog) -> None:
+        """Count the host's SXid lines since the driver loaded, per switch chip: a line that says
+        neither Fatal nor Non-fatal counts as fatal, as the tray check fails it (opsctl's rule,
+        probes/nvswitch_sxids.py). An unreadable log keeps what the last read found."""
+        if self.nvswitch_chips is None:
+            return
+        lines, why = history
+        if why:
+            if self._sxids is None:
+                log.warning("%s/%s: kernel log not read (%s): the NVSwitch SXids are unknown", self.rack, self.tray, why)
+            return
+        counts = {chip: [0, 0] for chip in self.nvswitch_chips}
+        for entry in parse_sxid_lines(since_driver_load(lines)):
+            number = int(entry["switch"].removeprefix("nvswitch"))
+            chip = self.nvswitch_chips[number] if number < len(self.nvswitch_chips) else \
+                f"{self.rack}/{switch_component(entry['switch'])}"
+            counts.setdefault(chip, [0, 0])[0 if entry["fatal"] is not False else 1] += 1
+        self._sxids = {chip: (fatal, non_fatal) for chip, (fatal, non_fatal) in counts.items()}
+
     def _read_forever(self, slot: _GpuSlot) -> None:
         reader = self._reader
         assert reader is not None  # _open set it before it started any GPU's thread
         while not self._stop.is_set():
+            began = time.monotonic()
             started = time.time()
             slot.read_started = started
             try:
@@ -178,9 +227,18 @@ class TrayPoller:
             except Exception as error:  # a reader bug or an unexpected library error: keep going
                 slot.collect_errors += 1
                 self._log_once(slot, f"read failed: {type(error).__name__}: {error}")
+            slot.round = reading_round(began, self.interval_s)  # after the reading: a complete round has its readings
             slot.read_started = None
-            self.generation = next(self._published)
-            self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
+            self._stop.wait(max(0.0, (slot.round + 1) * self.interval_s - time.monotonic()))  # the next round's start
+
+    def completed_round(self, moment: float) -> int:
+        """The latest reading round complete at time.monotonic() `moment`: the current one once
+        every GPU has published its read of it, else the one before (over by now)."""
+        current = reading_round(moment, self.interval_s)
+        slots = self._slots
+        if slots and all(slot.round is not None and slot.round >= current for slot in slots):
+            return current
+        return current - 1
 
     def _log_once(self, slot: _GpuSlot, message: str) -> None:
         if message not in slot.logged and len(slot.logged) < 100:  # a flood of new messages stops here
@@ -203,6 +261,7 @@ class TrayPoller:
             switch_of=self.switch_of,
             driver_version=self._driver_version,
             kernel_log_unread=self._kernel_log_unread,
+            nvswitch_sxids=self._sxids,
         )
 
     def _gpu_sample(self, slot: _GpuSlot, now: float, xids: dict[int, tuple[int, float | None]]) -> GpuSample:

@@ -1,9 +1,8 @@
 """The XIDs the exporter knows by name: their alert tier and the runbook that handles them.
 
-Every XID is counted, known or not. The known ones are also published at 0 from the start, so
-that the first event of a code is an increase Prometheus can see (a series that is born at 1
-shows no `increase()`). The alert rules in exporters/rules/xid.yml group these codes by tier and
-runbook; a test checks that the rules and this table agree.
+Every XID is counted, known or not, once a GPU logs it (exporters/xid_counts.py: no code is
+published at 0; each GPU's total over all codes is). The alert rules in exporters/rules/xid.yml
+group these codes by tier and runbook; a test checks that the rules and this table agree.
 
 The table is NVIDIA's XID catalog (probes/references/xids.yaml, read by probes/xids.py), the
 one the burn-in judge reads too: each XID's tier follows its immediate resolution bucket —

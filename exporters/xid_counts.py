@@ -4,12 +4,16 @@ delivers adds one to its GPU's count for that code and moves the code's last-see
 dcgm-exporter publishes the last XID as a gauge, which sticks at the old code and hides a
 second event of the same code; a counter per code shows every event, `increase()` works on it,
 and a restart of the exporter is a counter reset Prometheus already understands.
+
+A code has a counter only once the GPU has logged it: 172 catalog codes at 0 on every GPU were a
+third of a rack's series and carried nothing. Each GPU's total over every code starts at 0, so
+"any XID" is an increase Prometheus sees from the first event (docs/alerting.md: querying them).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from probes.nvml_reader import XidWatcher
@@ -19,12 +23,13 @@ if TYPE_CHECKING:
 
 
 class XidCounts:
-    def __init__(self, nvml: Any, handles: Sequence[Any], known_codes: Iterable[int] = (), poll_ms: int = 200,
+    def __init__(self, nvml: Any, handles: Sequence[Any], poll_ms: int = 200,
                  workers: GpuWorkers | None = None) -> None:
         self._watcher = XidWatcher(nvml, handles, poll_ms=poll_ms, workers=workers)
         self._lock = threading.Lock()
-        # (gpu index, xid) -> [count, last seen unix time or None]
-        self._counts: dict[tuple[int, int], list[Any]] = {(gpu, code): [0, None] for gpu in range(len(handles)) for code in known_codes}
+        self._gpus = len(handles)
+        # (gpu index, xid) -> [count, last seen unix time]: only the codes a GPU logged
+        self._counts: dict[tuple[int, int], list[Any]] = {}
         self.watch_errors = 0
         self.unattributed = 0  # events NVML delivered for a device the watcher could not name
 
@@ -56,7 +61,7 @@ class XidCounts:
         """{gpu index: {xid: (count, last seen or None)}}; safe to call from any scrape."""
         with self._lock:
             self._take_new()
-            by_gpu: dict[int, dict[int, tuple[int, float | None]]] = {}
+            by_gpu: dict[int, dict[int, tuple[int, float | None]]] = {gpu: {} for gpu in range(self._gpus)}
             for (gpu, code), (count, last) in self._counts.items():
                 by_gpu.setdefault(gpu, {})[code] = (count, last)
             return by_gpu

@@ -232,6 +232,7 @@ def sim_exporter(rack07_topology):
 
     from exporters.server import Exporter
     from exporters.tray_poller import TrayPoller
+    from opsctl.cli.commands.exporter import host_nvswitch_chips
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text
     from probes.sim import SimNvml, SimRack
@@ -241,12 +242,15 @@ def sim_exporter(rack07_topology):
     # Stale only after 30 s by default: a busy test machine must not make a healthy GPU look hung.
     def serve(text="seed: 1\n", topology=None, trays=None, at_s=0.0, interval=0.2, stale_after=30.0,
               burnin=None, nvml_class=SimNvml):
-        spec = compile_rack_spec(scenario_from_text(text), topology or rack07_topology)
+        topology = topology or rack07_topology
+        spec = compile_rack_spec(scenario_from_text(text), topology)
         spec.epoch = time.time() - at_s
         rack = SimRack(spec)
         names = trays or [tray.name for tray in spec.trays if tray.gpus]
+        chips = host_nvswitch_chips(spec.rack, topology.model)
         pollers = [TrayPoller(spec.rack, name, nvml_class(rack, name), interval, stale_after, len(spec.tray(name).gpus),
-                              kernel_history=lambda name=name: rack.kernel_history(name, rack.clock.now()))
+                              kernel_history=lambda name=name: rack.kernel_history(name, rack.clock.now()),
+                              nvswitch_chips=chips)
                    for name in names]
         exporter = Exporter(pollers, listen="127.0.0.1", port=0, burnin_path=burnin, refresh_s=interval).start()
         served.append(exporter)

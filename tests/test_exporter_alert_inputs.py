@@ -39,6 +39,8 @@ faults:
   - {{kind: volatile_dbe, gpu: gpu6}}
   - {{kind: link_totals, gpu: gpu6, port: 1, crc: 10}}
   - {{kind: gpu_hang, gpu: gpu7, start_s: {LATER}}}
+  - {{kind: sxid, part: nvs2, sxid: 20034, fatal: true, at_s: 1}}                   # in the host's kernel log before the exporter
+  - {{kind: sxid, part: nvs1, sxid: 19084, fatal: false, at_s: 1}}
 """
 GB200_FAULTS = f"""
 faults:
@@ -84,6 +86,8 @@ EXPECTED = {
     "OpsctlXidUnlisted": [("node", "6")],
     "OpsctlXidRecorded": [("node", "6")],
     "OpsctlNvlinkErrorsSinceDriverLoad": [("node", "6")],
+    "OpsctlNvswitchFatalSxid": ["hgx01/nvs2"],  # a switch chip's alert: where is its switch label
+    "OpsctlNvswitchNonFatalSxid": ["hgx01/nvs1"],
     "OpsctlNvlinkFlapping": [("ct01", "0")],
     "OpsctlNvlinkRecovered": [("ct01", "0")],
     "OpsctlNvlink5Errors": [("ct01", "0")],
@@ -154,7 +158,7 @@ def test_every_alert_rises_for_its_gpu_from_what_the_collector_emits(sim_exporte
             found = {}
             for alert in api(base, "alerts")["alerts"]:
                 labels = alert["labels"]
-                where = (labels["tray"], labels["gpu"]) if "gpu" in labels else None
+                where = (labels["tray"], labels["gpu"]) if "gpu" in labels else labels.get("switch")
                 found.setdefault(labels["alertname"], set()).add(where)
             raised.last = found
             return all(name in found and (want is None or set(want) <= found[name]) for name, want in EXPECTED.items())

@@ -9,6 +9,9 @@ import urllib.request
 
 import pytest
 
+from exporters.server import Exporter, RenderCache
+from exporters.tray_poller import TrayPoller, _GpuSlot
+
 
 @pytest.fixture
 def quiet_exporter(sim_exporter, hgx_topology):
@@ -17,7 +20,7 @@ def quiet_exporter(sim_exporter, hgx_topology):
 
     def serve(**bounds):
         served = sim_exporter(topology=hgx_topology, interval=3600, stale_after=7200)
-        served.exporter.cache.max_age_s = 3600
+        served.exporter.cache.max_age_s = 7200
         served.wait_for(lambda s: sum(v for (n, _), v in s.items() if n == "opsctl_gpu_up") == 8)
         server = served.exporter.server
         for name, value in bounds.items():
@@ -53,15 +56,70 @@ def test_concurrent_scrapes_share_one_render(quiet_exporter):
     assert cache.renders == before  # nothing new was read: the cached render served all 24
 
 
-def test_a_new_reading_makes_the_next_scrape_render_again(quiet_exporter):
-    served, _ = quiet_exporter()
+def test_the_version_is_the_round_every_tray_completed():
+    class Poller:
+        def __init__(self, done):
+            self.done, self.stale_after_s = done, 30.0
+
+        def completed_round(self, moment):
+            return self.done
+
+    exporter = Exporter([Poller(7), Poller(6), Poller(7)], port=0)
+    assert exporter._version() == 6  # one tray still in round 7: the text waits for it
+
+
+def test_a_round_is_complete_once_every_gpu_read_it_or_the_next_one_began(hgx_topology):
+    poller = TrayPoller("hgx01", "node", None, interval_s=10.0)
+    poller._slots = [_GpuSlot(i) for i in range(3)]
+    moment = 1005.0  # in round 100
+    assert poller.completed_round(moment) == 99  # nothing read yet
+    for slot in poller._slots[:2]:
+        slot.round = 100
+    assert poller.completed_round(moment) == 99  # one GPU still reading round 100
+    poller._slots[2].round = 100
+    assert poller.completed_round(moment) == 100
+    assert poller.completed_round(1015.0) == 100  # round 101 has begun, nobody read it yet
+
+
+def test_the_cache_renders_once_per_version_and_again_at_the_staleness_bound():
+    from prometheus_client import CollectorRegistry
+
+    version, now = [1], [0.0]
+    cache = RenderCache(CollectorRegistry(), lambda: version[0], max_age_s=30.0, clock=lambda: now[0])
+    for _ in range(50):
+        cache.body()
+        cache.body(gzipped=True)
+    assert cache.renders == 1
+    version[0] = 2
+    cache.body()
+    assert cache.renders == 2
+    now[0] = 29.9  # just below the bound: still served
+    cache.body()
+    assert cache.renders == 2
+    now[0] = 30.0  # at the bound: never served that old
+    cache.body()
+    assert cache.renders == 3
+
+
+@pytest.mark.slow
+def test_many_scrapers_cost_at_most_one_render_a_round(sim_exporter, hgx_topology):
+    served = sim_exporter(topology=hgx_topology, interval=0.5)
+    served.wait_for(lambda s: sum(v for (n, _), v in s.items() if n == "opsctl_gpu_up") == 8)
     cache = served.exporter.cache
-    scrape(served.url)
-    before = cache.renders
-    served.exporter.pollers[0].generation += 1  # as a poller does when it publishes a reading
-    scrape(served.url)
-    scrape(served.url)
-    assert cache.renders == before + 1
+    before, began = cache.renders, time.monotonic()
+    stop = time.monotonic() + 3.0
+
+    def hammer():
+        while time.monotonic() < stop:
+            scrape(served.url)
+
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rounds = (time.monotonic() - began) / 0.5
+    assert 1 <= cache.renders - before <= rounds + 2, (cache.renders - before, rounds)
 
 
 @pytest.mark.slow

@@ -64,9 +64,12 @@ def test_every_metric_on_the_dashboard_is_served(sim_exporter, tmp_path):
     run = {"format": "opsctl-probe/1", "kind": "run", "tray": "ct03", "finished": "2026-11-30T10:00:00Z",
            "gpus": [{"index": 0, "gemm": {"bf16": {"tflops_median": 1950.0}}, "checks": [{"verdict": "pass"}]}]}
     (tmp_path / "ct03.json").write_text(json.dumps(run))
-    served = sim_exporter("seed: 2\n", trays=["ct03"], burnin=tmp_path)
+    # An XID, since a code's counter is served once a GPU logged it.
+    served = sim_exporter("seed: 2\nfaults:\n  - {kind: xid, gpu: ct03/gpu1, xid: 13, at_s: 0.5}\n", trays=["ct03"],
+                          burnin=tmp_path)
     samples = served.wait_for(lambda s: sum(v for (name, _), v in s.items() if name == "opsctl_gpu_up") == 4
-                              and any(name == "opsctl_gpu_burnin_timestamp_seconds" for name, _ in s))
+                              and any(name == "opsctl_gpu_burnin_timestamp_seconds" for name, _ in s)
+                              and any(name == "opsctl_gpu_xid_events_total" for name, _ in s))
     exposed = {name for name, _ in samples}
     recorded = {rule["record"] for path in rule_files() for group in yaml.safe_load(path.read_text())["groups"]
                 for rule in group["rules"] if "record" in rule}

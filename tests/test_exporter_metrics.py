@@ -52,10 +52,11 @@ def test_a_scrape_of_the_seeded_nvl72_shows_its_faults_and_passes_promtool(sim_e
     assert value(samples, "opsctl_nvlink_recoveries_failed_total", tray="ct07", gpu=0, port=13) == 7
     assert values(samples, "opsctl_gpu_row_remap_pending").count(1) == 1
     assert value(samples, "opsctl_gpu_row_remap_pending", tray="ct17", gpu=1) == 1
-    # Base units, and XID counters from the start for every GPU.
+    # Base units; a total of XIDs from the start for every GPU, a counter per code only once logged.
     assert value(samples, "opsctl_gpu_sm_clock_hertz", tray="ct01", gpu=0) == 345e6
     assert value(samples, "opsctl_gpu_power_limit_watts", tray="ct01", gpu=0) == 1200
-    assert values(samples, "opsctl_gpu_xid_events_total", xid=145) == [0] * 72
+    assert values(samples, "opsctl_gpu_all_xid_events_total") == [0] * 72
+    assert values(samples, "opsctl_gpu_xid_events_total", xid=145) == []
     assert value(samples, "opsctl_gpu_fabric_state", tray="ct01", gpu=0, state="completed") == 1
     assert set(values(samples, "opsctl_exporter_up")) == {1} and set(values(samples, "opsctl_tray_gpus_visible")) == {4}
     # docs/fleet.md sizes a rack's series from this very scrape: its figures stay within 2% of it.
@@ -80,7 +81,9 @@ def test_xids_are_counted_per_code_with_the_last_time_seen(sim_exporter, hgx_top
     samples = served.wait_for(lambda s: values(s, "opsctl_gpu_xid_events_total", gpu=2, xid=48) == [3]
                               and values(s, "opsctl_gpu_xid_events_total", gpu=5, xid=201) == [1])
     assert value(samples, "opsctl_gpu_xid_events_total", gpu=5, xid=13) == 1  # counted, though no alert
-    assert value(samples, "opsctl_gpu_xid_events_total", gpu=0, xid=48) == 0
+    assert values(samples, "opsctl_gpu_xid_events_total", gpu=0) == []  # no code logged: no per-code series
+    assert value(samples, "opsctl_gpu_all_xid_events_total", gpu=0) == 0
+    assert value(samples, "opsctl_gpu_all_xid_events_total", gpu=5) == 2 and value(samples, "opsctl_gpu_all_xid_events_total", gpu=2) == 3
     seen = value(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=2, xid=48)
     assert started < seen <= datetime.now().timestamp()
     assert values(samples, "opsctl_gpu_xid_last_seen_timestamp_seconds", gpu=0) == []
@@ -229,3 +232,19 @@ def test_a_burn_in_path_that_does_not_exist_yet_is_said_once_and_read_when_it_co
     (tmp_path / "runs" / "ct03.json").write_text(json.dumps(run_document("ct03", "2026-11-30T10:00:00Z", [burnin_gpu(0, 1950.0, ["pass"])])))
     results.refresh()
     assert results.for_tray("ct03").gpus[0].verdict == "pass"
+
+
+def test_the_hosts_sxids_are_counted_per_switch_chip_fatal_and_non_fatal_since_the_driver_loaded():
+    from exporters.tray_poller import TrayPoller
+
+    poller = TrayPoller("hgx01", "node", None, nvswitch_chips=[f"hgx01/nvs{i}" for i in range(4)])
+    load = "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.161.08  Release Build"
+    fatal = "nvidia-nvswitch2: SXid (PCI:0000:c4:00.0): 20034, Fatal, Link 28 LTSSM Fault Up"
+    non_fatal = "nvidia-nvswitch1: SXid (PCI:0000:c3:00.0): 19084, Non-fatal, Link 29 AN1 Heartbeat Timeout Error"
+    unstated = "nvidia-nvswitch3: SXid (PCI:0000:c5:00.0): 10002, Severity 5 Engine instance 00"
+    poller._read_sxids(([fatal, load, non_fatal, non_fatal, unstated], None))  # the fatal one is before the reload
+    assert poller.sample().nvswitch_sxids == {"hgx01/nvs0": (0, 0), "hgx01/nvs1": (0, 2), "hgx01/nvs2": (0, 0),
+                                              "hgx01/nvs3": (1, 0)}  # unstated counts as fatal, as the check fails it
+    poller._read_sxids(([], "dmesg: Operation not permitted"))  # an unreadable log keeps the last counts
+    assert poller.sample().nvswitch_sxids["hgx01/nvs1"] == (0, 2)
+    assert TrayPoller("rack07", "ct01", None).sample().nvswitch_sxids is None  # no NVSwitch on a GB200 compute tray

@@ -31,6 +31,7 @@ from opsctl.runs.atomic_file import write_bytes_atomic
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack
+    from opsctl.rack_models import RackModel
     from opsctl.topology.graph import Topology
 
 
@@ -152,10 +153,19 @@ def pollers_for(rack: Rack, trays: Sequence[str], interval: float = 10.0,
     expected = rack.model.gpus_per_tray
     switches = _switch_chips(rack, topology)
     readers, backend = tray_nvml_for(rack, trays, sim_spec_for(rack, topology))
+    chips = host_nvswitch_chips(rack.name, rack.model)
     pollers = [TrayPoller(rack.name, tray, nvml, interval, stale_after, expected, switches.get(tray), down_reason=down,
-                          kernel_history=history)
+                          kernel_history=history, nvswitch_chips=chips)
                for tray, (nvml, down, history) in readers.items()]
     return pollers, backend
+
+
+def host_nvswitch_chips(rack_name: str, model: RackModel) -> list[str] | None:
+    """The NVSwitch chips whose SXids the host's kernel log holds, nvidia-nvswitchN's id at index
+    N (HGX: the baseboard's nvs0 … nvs3); None on NVL72, whose switches are in switch trays."""
+    if model.is_nvl72:
+        return None
+    return [model.switch_chip_id(rack_name, index) for index in range(model.switch_chips)]
 
 
 def _switch_chips(rack: Rack, topology: Topology) -> dict[str, dict[tuple[int, int], str]]:
