@@ -165,3 +165,36 @@ def test_proxyjump_none_and_no_file(tmp_path):
     assert [h.host for h in load_ssh_config(config).hops(_tray("t2"))] == ["bastion", "t2"]
     with pytest.raises(InputError, match="no such file"):
         load_ssh_config(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_stopping_the_fanout_ends_a_probe_behind_the_bastion(jump_hosts, tmp_path):
+    """The hang-up as ever: opsctl closes the tray's session, then the bastion's; the probe, told
+    nothing else, ends because its stdin closed."""
+    from opsctl.fanout import FanoutOptions, run_on_trays
+    from opsctl.inventory import load_inventory
+    from tests.test_fanout_hangup import GONE_WITHIN_S, _still_running_after, _wait_for_probes
+
+    known = jump_hosts.known_hosts(tmp_path / "known_hosts")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("all:\n  children:\n    srv1:\n      vars:\n        opsctl_model: hgx-h100\n"
+                         "        opsctl_transport: ssh\n        opsctl_backend: sim\n"
+                         f"        opsctl_python: {sys.executable}\n        opsctl_known_hosts: {known}\n"
+                         f"        opsctl_ssh_config: {jump_hosts.ssh_config}\n"
+                         "      hosts:\n        srv1: {ansible_host: hgx-tray}\n")
+    rack = load_inventory(inventory).rack("srv1")
+    stop = threading.Event()
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(value=run_on_trays(
+        rack, ["run", "--duration", "600", "--json"], workdir=tmp_path, stop=stop, options=FanoutOptions(run_timeout_s=900))))
+    thread.start()
+    probes = _wait_for_probes({jump_hosts.tray.pid}, 1)
+    try:
+        stop.set()
+        thread.join(timeout=30)
+        [result] = box["value"]
+        assert result.interrupted and result.reason == "interrupted: stopped by the user"
+        assert _still_running_after(probes, GONE_WITHIN_S) == {}, "the probe behind the bastion still runs after stop"
+    finally:
+        for pid in _still_running_after(probes, 0):
+            os.kill(pid, 9)
