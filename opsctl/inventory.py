@@ -12,7 +12,10 @@ are inherited from parent groups down to hosts, as Ansible does. What opsctl rea
   opsctl_tray        which tray a host is (ct03, st1); else taken from the host name's end
   opsctl_python      the Python that runs `python -m probes` on the tray    (default python3)
   opsctl_slurm_node  the tray's Slurm node name (drain, resume, --via slurm) (default: the host name)
-  ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport)
+  opsctl_known_hosts the known_hosts file of every hop (default ~/.ssh/known_hosts)
+  opsctl_ssh_config  the ssh_config file, relative to the inventory      (default ~/.ssh/config)
+  ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport; each
+                     wins over the ssh_config file, whose Host entries are looked up by ansible_host)
 
 Host names may use Ansible's numeric ranges: `rack07-ct[01:18]`.
 
@@ -47,6 +50,7 @@ KNOWN_OPSCTL_VARS = {
     "opsctl_tray",
     "opsctl_python",
     "opsctl_known_hosts",
+    "opsctl_ssh_config",
     "opsctl_slurm_node",
     # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
     "opsctl_probes_venv",
@@ -69,9 +73,9 @@ _TRAY_SUFFIX = re.compile(r"(ct\d{2}|st\d)$")
 class Tray:
     name: str  # ct03, st1, or "node" for an HGX server
     host: str  # inventory host name
-    address: str  # where ssh connects (ansible_host, else the host name)
-    port: int
-    user: str | None
+    address: str  # where ssh connects (ansible_host, else the host name): an ssh_config Host alias, or the host itself
+    port: int | None  # ansible_port; None: ssh_config's Port, else 22
+    user: str | None  # ansible_user; None: ssh_config's User, else the local user
     key_file: str | None
     python: str
     is_switch: bool
@@ -89,6 +93,7 @@ class Rack:
     known_hosts: str | None
     trays: tuple[Tray, ...]
     source: Path
+    ssh_config: str | None = None  # opsctl_ssh_config, as written (relative to the inventory)
     vars: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def tray(self, name: str) -> Tray:
@@ -263,6 +268,7 @@ def _build_rack(name: str, hosts: dict[str, Any], rack_vars: dict[str, Any], sou
         scenario=scenario,
         cabling_map=cabling_map,
         known_hosts=rack_vars.get("opsctl_known_hosts"),
+        ssh_config=rack_vars.get("opsctl_ssh_config"),
         trays=tuple(sorted(trays.values(), key=lambda t: order[t.name])),
         source=source,
         vars=dict(rack_vars),
@@ -320,7 +326,7 @@ def _build_tray(host: str, host_vars: dict[str, Any], model: RackModel, source: 
         name=tray_name,
         host=host,
         address=host_vars.get("ansible_host", host),
-        port=host_vars.get("ansible_port", 22),
+        port=host_vars.get("ansible_port"),
         user=host_vars.get("ansible_user"),
         key_file=host_vars.get("ansible_ssh_private_key_file"),
         python=str(host_vars.get("opsctl_python", "python3")),

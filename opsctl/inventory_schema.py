@@ -38,6 +38,7 @@ class Variables(msgspec.Struct, frozen=True, kw_only=True):
     opsctl_tray: Annotated[Name, msgspec.Meta(description="which tray a host is (ct03, st1); else the host name's end")] | UnsetType = UNSET
     opsctl_python: Annotated[Text, msgspec.Meta(description="the Python that runs the probes on the tray (default python3)")] | UnsetType = UNSET
     opsctl_known_hosts: Annotated[FilePath, msgspec.Meta(description="the ssh known_hosts file of the rack's trays")] | UnsetType = UNSET
+    opsctl_ssh_config: Annotated[FilePath, msgspec.Meta(description="the ssh_config file of the rack's trays (default ~/.ssh/config)")] | UnsetType = UNSET
     opsctl_slurm_node: Annotated[SlurmNode, msgspec.Meta(description="the tray's Slurm node (default: the host name)")] | UnsetType = UNSET
     # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
     opsctl_probes_venv: Text | UnsetType = UNSET
@@ -53,8 +54,8 @@ class Variables(msgspec.Struct, frozen=True, kw_only=True):
     opsctl_exporter_systemd: bool | UnsetType = UNSET
     # Ansible's connection variables, as the ssh transport reads them.
     ansible_host: Annotated[Address, msgspec.Meta(description="where ssh connects (default: the host name)")] | UnsetType = UNSET
-    ansible_port: Annotated[Port, msgspec.Meta(description="the ssh port (default 22)")] | UnsetType = UNSET
-    ansible_user: Annotated[Address, msgspec.Meta(description="the ssh user")] | UnsetType = UNSET
+    ansible_port: Annotated[Port, msgspec.Meta(description="the ssh port (default: the ssh_config's Port, else 22)")] | UnsetType = UNSET
+    ansible_user: Annotated[Address, msgspec.Meta(description="the ssh user (default: the ssh_config's User, else yours)")] | UnsetType = UNSET
     ansible_ssh_private_key_file: Annotated[FilePath, msgspec.Meta(description="the ssh key")] | UnsetType = UNSET
 
 

@@ -34,7 +34,7 @@ def pytest_configure(config):
 # once per worker; so do the tests of a module with a module-scoped fixture.
 SHARED_FIXTURE_GROUPS = {"rack07_over_ssh": "rack07-over-ssh", "slurm_cluster": "slurm"}
 # Fixtures that start a real service: their tests are marked `service`.
-SERVICE_FIXTURES = {"sshd", "slurm_cluster", "postgres_server", "postgres_database"}
+SERVICE_FIXTURES = {"sshd", "jump_hosts", "slurm_cluster", "postgres_server", "postgres_database"}
 
 
 def _xdist_group(item):

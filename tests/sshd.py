@@ -203,3 +203,120 @@ def rack07_over_ssh(sshd, tmp_path_factory):
     window sees it drop once."""
     scenario = Path(__file__).resolve().parent.parent / "opsctl" / "data" / "scenarios" / "rack07-seeded.yaml"
     return burnin_over_ssh(sshd, tmp_path_factory.mktemp("rack07-ssh"), scenario, "--duration", 16)
+
+
+# --- a tray behind a bastion ----------------------------------------------------------------------------
+@dataclass
+class BehindBastion:
+    """A tray sshd that only a bastion reaches, and that bastion, both real OpenSSH servers.
+
+    The tray listens on 127.0.0.1:`tray_port` inside a network namespace of its own (`unshare -n`),
+    so nothing outside it — opsctl included — can connect to it. The bastion is reached on
+    loopback at `bastion_address`:`bastion_port`: each connection there is handed to `sshd -i`
+    (inetd mode) started inside the tray's namespace, so the bastion's direct-tcpip forwarding, and
+    only it, reaches the tray. Each has its own host key and its own user key (`tray_key`,
+    `bastion_key`): the tray accepts only its key, the bastion only its own."""
+
+    root: Path
+    bastion_address: str
+    bastion_port: int
+    tray_port: int
+    bastion_key: Path
+    tray_key: Path
+    bastion_host_key: tuple
+    tray_host_key: tuple
+    tray: subprocess.Popen
+    listener: socket.socket
+    log: Path
+
+    def known_hosts(self, path, bastion=True, tray=True, wrong=()):
+        """Trust the bastion and the tray (or not); those named in `wrong` ("bastion", "tray") are
+        listed with another key, as if their key had changed."""
+        other = _keygen(Path(path).with_name(Path(path).name + ".other-key"), "someone-else") if wrong else None
+        lines = []
+        for name, where, key in (("bastion", f"[{self.bastion_address}]:{self.bastion_port}", self.bastion_host_key),
+                                 ("tray", f"[127.0.0.1]:{self.tray_port}", self.tray_host_key)):
+            if name in wrong:
+                lines.append(f"{where} {other[0]} {other[1]}\n")
+            elif {"bastion": bastion, "tray": tray}[name]:
+                lines.append(f"{where} {key[0]} {key[1]}\n")
+        Path(path).write_text("".join(lines))
+        return Path(path)
+
+    def fingerprint(self, which):
+        """The SHA256 fingerprint ssh-keygen prints for the bastion's or the tray's host key."""
+        out = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", str(self.root / f"{which}_host_ed25519.pub")],
+                             check=True, capture_output=True, text=True).stdout
+        return out.split()[1]
+
+    def stop(self):
+        self.listener.close()
+        if self.tray.poll() is None:
+            self.tray.terminate()
+        try:
+            self.tray.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.tray.kill()
+            self.tray.wait()
+
+
+def _server_config(root, name, port, listen=None):
+    lines = [f"HostKey {root / f'{name}_host_ed25519'}", f"AuthorizedKeysFile {root / f'{name}_authorized_keys'}",
+             "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
+             "StrictModes no", "PermitRootLogin prohibit-password", "MaxStartups 200", "MaxSessions 64", "LogLevel VERBOSE",
+             f"PidFile {root / f'{name}.pid'}", f"Port {port}"]
+    if listen:
+        lines.append(f"ListenAddress {listen}")
+    if name == "bastion":  # a jump host: forwarding only, to the tray and nowhere else
+        lines += ["AllowTcpForwarding yes", f"PermitOpen 127.0.0.1:{port}"]
+    config = root / f"{name}_sshd_config"
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def start_behind_bastion(root, bastion_address="127.0.0.50"):
+    import threading
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    host_keys, user_keys = {}, {}
+    for name in ("bastion", "tray"):
+        host_keys[name] = tuple(_keygen(root / f"{name}_host_ed25519", f"opsctl-test-{name}-host"))
+        kind, blob = _keygen(root / f"{name}_user_ed25519", f"opsctl-test-{name}-user")
+        (root / f"{name}_authorized_keys").write_text(f"{kind} {blob} opsctl-test-{name}-user\n")
+        user_keys[name] = root / f"{name}_user_ed25519"
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    tray_port = _free_port("127.0.0.1")  # free here too: a direct try finds nothing, not another server
+    log = root / "sshd.log"
+    tray_config = _server_config(root, "tray", tray_port, listen="127.0.0.1")
+    tray = subprocess.Popen(["unshare", "--net", "sh", "-c", f'ip link set lo up && exec {SSHD} -D -f "$1" -E "$2"', "sh",
+                             str(tray_config), str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    namespace = f"/proc/{tray.pid}/ns/net"
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not (log.exists() and "Server listening" in log.read_text()):
+        if tray.poll() is not None or time.monotonic() > deadline:
+            tray.kill()
+            raise RuntimeError(f"the tray's sshd did not start in its namespace: {tray.stderr.read().decode()[-2000:]} "
+                               f"{log.read_text()[-2000:] if log.exists() else ''}")
+        time.sleep(0.05)
+    bastion_config = _server_config(root, "bastion", tray_port)
+    listener = socket.socket()
+    listener.bind((bastion_address, 0))
+    listener.listen(64)
+
+    def serve():  # inetd: one `sshd -i` per connection, inside the tray's namespace
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                subprocess.Popen(["nsenter", f"--net={namespace}", SSHD, "-i", "-f", str(bastion_config), "-E", str(log)],
+                                 stdin=connection, stdout=connection, stderr=subprocess.DEVNULL)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return BehindBastion(root=root, bastion_address=bastion_address, bastion_port=listener.getsockname()[1],
+                         tray_port=tray_port, bastion_key=user_keys["bastion"], tray_key=user_keys["tray"],
+                         bastion_host_key=host_keys["bastion"], tray_host_key=host_keys["tray"], tray=tray,
+                         listener=listener, log=log)

@@ -50,6 +50,7 @@ class DomainOptions:
     master_port: int = 29517
     connect_timeout_s: float = 10.0
     accept_new_host_keys: bool = False
+    ssh_config: str | None = None
 
 
 # --- prerequisites -----------------------------------------------------------------------------------
@@ -137,7 +138,8 @@ def run_domain_test(rack: Rack, workdir: str | Path, tray_documents: dict[str, A
     compute = rack.model.compute_tray_names()
     trays = [t for t in rack.trays if t.name in compute]
     fanout = FanoutOptions(concurrency=max(1, len(trays)), connect_timeout_s=options.connect_timeout_s,
-                           run_timeout_s=options.rendezvous_timeout_s + 120.0, accept_new_host_keys=options.accept_new_host_keys)
+                           run_timeout_s=options.rendezvous_timeout_s + 120.0, accept_new_host_keys=options.accept_new_host_keys,
+                           ssh_config=options.ssh_config)
     imex: dict[str, Any] = {}
     if rack.model.is_nvl72:
         for result in run_on_trays(rack, ["imex", "--json"], trays=[t.name for t in trays], options=fanout,
@@ -153,7 +155,7 @@ def run_domain_test(rack: Rack, workdir: str | Path, tray_documents: dict[str, A
     steps = len(options.sizes.split(",")) * 4 + 12  # the sweep, the bisection's rounds, the gathers
     fanout = FanoutOptions(concurrency=len(trays), connect_timeout_s=options.connect_timeout_s,
                            run_timeout_s=options.rendezvous_timeout_s + options.op_timeout_s * steps + 120.0,
-                           accept_new_host_keys=options.accept_new_host_keys)
+                           accept_new_host_keys=options.accept_new_host_keys, ssh_config=options.ssh_config)
     args = ["collective", "--json", "--job-trays", ",".join(t.name for t in trays), "--master-addr",
             rendezvous_address(rack, trays[0]), "--master-port", str(_port(rack, options)), "--sizes", options.sizes,
             "--iterations", str(options.iterations), "--op-timeout", f"{options.op_timeout_s:g}",

@@ -94,7 +94,7 @@ def preflight(rack: Rack, plan: Plan, criteria: Criteria, trays: list[str], work
         argv.insert(-1, "--collective")
     options = FanoutOptions(concurrency=plan.concurrency, connect_timeout_s=plan.connect_timeout_s,
                             run_timeout_s=PREFLIGHT_TIMEOUT_S, accept_new_host_keys=plan.accept_new_host_keys,
-                            via=plan.via)
+                            via=plan.via, ssh_config=plan.ssh_config)
     spec = sim_spec_for(rack)
     chosen = [t for t in rack.trays if t.name in set(trays)]
     if rack.transport == "local" and plan.via == "inventory":

@@ -62,6 +62,7 @@ class Plan:
     accept_new_host_keys: bool
     probes: tuple | None = None  # `opsctl burnin --probes`; None: the criteria's
     via: str = "inventory"  # `--via slurm`: the compute trays as one Slurm job (opsctl/fanout/slurm.py)
+    ssh_config: str | None = None  # `--ssh-config`, resolved; None: the inventory's, else ~/.ssh/config
 
     @property
     def criteria(self) -> Criteria:
@@ -70,7 +71,7 @@ class Plan:
     def fanout_options(self) -> FanoutOptions:
         return FanoutOptions(concurrency=self.concurrency, connect_timeout_s=self.connect_timeout_s,
                              run_timeout_s=self.run_timeout_s, accept_new_host_keys=self.accept_new_host_keys,
-                             via=self.via)
+                             via=self.via, ssh_config=self.ssh_config)
 
     def selected_probes(self, criteria: Criteria) -> tuple[str, ...]:
         return tuple(self.probes or criteria.probes)
@@ -87,7 +88,7 @@ class Plan:
 def make_plan(kind: str, criteria_file: str | None = None, duration_s: float | None = None,
               concurrency: int = FanoutOptions.concurrency, connect_timeout_s: float = FanoutOptions.connect_timeout_s,
               run_timeout_s: float | None = None, accept_new_host_keys: bool = False,
-              probes: tuple[str, ...] | None = None, via: str | None = None) -> Plan:
+              probes: tuple[str, ...] | None = None, via: str | None = None, ssh_config: str | None = None) -> Plan:
     criteria = load_criteria(criteria_file)
     if probes is not None:
         unknown = [p for p in probes if p not in PROBES]
@@ -107,7 +108,8 @@ def make_plan(kind: str, criteria_file: str | None = None, duration_s: float | N
         raise InputError(f"--run-timeout ({run_timeout_s:g} s) must be longer than --duration ({duration:g} s)")
     return Plan(kind=kind, criteria_file=str(Path(criteria_file).resolve()) if criteria_file else None, duration_s=duration,
                 concurrency=concurrency, connect_timeout_s=connect_timeout_s, run_timeout_s=run_timeout_s,
-                accept_new_host_keys=accept_new_host_keys, probes=probes, via=via or "inventory")
+                accept_new_host_keys=accept_new_host_keys, probes=probes, via=via or "inventory",
+                ssh_config=str(Path(ssh_config).expanduser().resolve()) if ssh_config else None)
 
 
 def operator() -> str:
@@ -190,7 +192,8 @@ def _domain_test(rack: Rack, run: RunDirectory, plan: Plan, topology: Topology, 
     if progress_console is not None:
         progress_console.print(f"{rack.name}: NVLink domain test — prerequisites, then every GPU in one collective job …")
     run.journal.record("domain_started")
-    options = DomainOptions(connect_timeout_s=plan.connect_timeout_s, accept_new_host_keys=plan.accept_new_host_keys)
+    options = DomainOptions(connect_timeout_s=plan.connect_timeout_s, accept_new_host_keys=plan.accept_new_host_keys,
+                            ssh_config=plan.ssh_config)
     document = run_domain_test(rack, run.path, run.tray_documents(), sim_spec_for(rack, topology), options, stop)
     run.write_json(DOMAIN_FILE, document)
     run.journal.record("domain_finished", ran=document["ran"])

@@ -10,6 +10,7 @@ import click
 
 from opsctl.fanout.runner import FanoutOptions
 from opsctl.input_checks import MAX_CONCURRENCY, seconds
+from opsctl.regular_files import InputFile
 
 DEFAULTS = FanoutOptions()
 
@@ -17,8 +18,15 @@ if TYPE_CHECKING:
     from click.decorators import FC
 
 
+# The ssh_config file of every command that reaches trays over ssh (burnin, accept, snapshot, triage).
+ssh_config_option = click.option(
+    "--ssh-config", "ssh_config", type=InputFile(), metavar="FILE",
+    help="ssh: the ssh_config file (Host aliases, User, Port, IdentityFile, ProxyJump) to reach the trays by; "
+         "default: the inventory's opsctl_ssh_config, else ~/.ssh/config.")
+
+
 def reach_options(command: FC) -> FC:
-    """--concurrency, --connect-timeout and --accept-new-host-keys."""
+    """--concurrency, --connect-timeout, --accept-new-host-keys and --ssh-config."""
     for option in reversed([
         click.option("--concurrency", type=click.IntRange(min=1, max=MAX_CONCURRENCY), default=DEFAULTS.concurrency, show_default=True,
                      help="Trays working at once."),
@@ -26,6 +34,7 @@ def reach_options(command: FC) -> FC:
                      show_default=True, help="Seconds to reach and log in to a tray (ssh)."),
         click.option("--accept-new-host-keys", is_flag=True,
                      help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),
+        ssh_config_option,
     ]):
         command = option(command)
     return command

@@ -56,6 +56,7 @@ class FanoutOptions:
     connect_timeout_s: float = 10.0  # ssh: TCP connect, banner, login
     run_timeout_s: float = 900.0  # the probe's whole run on one tray
     accept_new_host_keys: bool = False  # ssh: record unknown host keys instead of refusing them
+    ssh_config: str | None = None  # ssh: `--ssh-config`; else the inventory's opsctl_ssh_config, else ~/.ssh/config
     via: str = "inventory"  # "slurm": the compute trays as one Slurm job (opsctl/fanout/slurm.py)
 
 
@@ -72,14 +73,20 @@ def transport_for(rack: Rack, options: FanoutOptions, workdir: str | Path) -> Tr
     from opsctl.fanout.ssh import SshTransport  # paramiko and cryptography only for a rack reached over ssh
 
     return SshTransport(known_hosts=known_hosts_of(rack), accept_new_host_keys=options.accept_new_host_keys,
-                        connect_timeout_s=options.connect_timeout_s)
+                        connect_timeout_s=options.connect_timeout_s,
+                        ssh_config=options.ssh_config or _inventory_file(rack, rack.ssh_config))
 
 
 def known_hosts_of(rack: Rack) -> str | None:
     """`opsctl_known_hosts` (relative to the inventory file), else None: ~/.ssh/known_hosts."""
-    if not rack.known_hosts:
+    return _inventory_file(rack, rack.known_hosts)
+
+
+def _inventory_file(rack: Rack, value: str | None) -> str | None:
+    """A file an inventory variable names, relative to the inventory file."""
+    if not value:
         return None
-    path = Path(rack.known_hosts).expanduser()
+    path = Path(value).expanduser()
     return str(path if path.is_absolute() else rack.source.parent / path)
 
 

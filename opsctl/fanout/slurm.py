@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from opsctl.errors import OpsctlError
 from opsctl.fanout.local import _close, _Drain, _ended, _feed, _stop
-from opsctl.fanout.ssh import SshTransport
+from opsctl.fanout.ssh import SshTransport, check_python
 from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut, TrayUnreachable
 from opsctl.slurm import scontrol
 
@@ -130,7 +130,7 @@ class SlurmTransport:
         if tray.is_switch:
             self.other.check(tray)
             return
-        SshTransport.check(tray)  # a plain path to a Python: it goes into the task's shell text
+        check_python(tray)  # a plain path to a Python: it goes into the task's shell text
         self.trays.append(tray)
 
     def spec_delivery(self, spec_json: bytes) -> tuple[list[str], bytes | None]:

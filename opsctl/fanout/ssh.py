@@ -1,9 +1,13 @@
-"""The ssh transport (paramiko): the probe runs on the tray as `PYTHON -m probes …`.
+"""The ssh transport (Fabric's Connection over paramiko): the probe runs on the tray as
+`PYTHON -m probes …`, reached as the user's ssh_config says — Host aliases, User, Port,
+IdentityFile, and ProxyJump through one or more jump hosts (ssh_config.py).
 
-Host keys are verified against a known_hosts file (the inventory's `opsctl_known_hosts`, else
-~/.ssh/known_hosts). A host whose key is not there is refused, unless the user opted in with
-`accept_new_host_keys` — then its key is recorded, as OpenSSH's StrictHostKeyChecking=accept-new
-does. A key that differs from the recorded one is always refused.
+Host keys are verified at every hop — each jump host and the tray — against one known_hosts file
+(the inventory's `opsctl_known_hosts`, else ~/.ssh/known_hosts). A host whose key is not there is
+refused, unless the user opted in with `accept_new_host_keys` — then its key is recorded, as
+OpenSSH's StrictHostKeyChecking=accept-new does. A key that differs from the recorded one is
+always refused, with the fingerprint it offered. No agent is forwarded. Fabric's parallel runner
+(ThreadingGroup) is not used: the fan-out's runner keeps its deadlines, journal and hang-up.
 
 The remote command is one string for the tray's shell, built with shlex from an argument
 list whose names the inventory has already validated. A simulator spec travels on stdin, as
@@ -15,7 +19,6 @@ pty when its session closes, and a probe prints only at its end, so without this
 
 from __future__ import annotations
 
-import getpass
 import logging
 import os
 import re
@@ -28,8 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import paramiko
+from fabric import Connection
 
 from opsctl.errors import InputError
+from opsctl.fanout.ssh_config import SshConfig, connect_options, describe, load_ssh_config
 from opsctl.fanout.transport import MAX_TRAY_OUTPUT_BYTES, MAX_TRAY_STDERR_BYTES, Completed, Interrupted, TrayOutputTooLarge, TrayTimedOut, TrayUnreachable
 from opsctl.regular_files import check_replaceable
 
@@ -66,7 +71,7 @@ class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         raise TrayUnreachable(
-            f"host key of {hostname} ({key.get_name()}) is not in {self.known_hosts}; refused "
+            f"host key of {hostname} ({key.get_name()} {key.fingerprint}) is not in {self.known_hosts}; refused "
             "(verify it and add it, or pass --accept-new-host-keys)"
         )
 
@@ -75,11 +80,12 @@ class SshTransport:
     name = "ssh"
 
     def __init__(self, known_hosts: str | None = None, accept_new_host_keys: bool = False,
-                 connect_timeout_s: float = 10.0) -> None:
+                 connect_timeout_s: float = 10.0, ssh_config: str | None = None) -> None:
         self.known_hosts = Path(os.path.expanduser(known_hosts or DEFAULT_KNOWN_HOSTS))
         check_replaceable(self.known_hosts, "reads and appends to known_hosts only as a regular file")  # a FIFO would hang every tray's connect
         self.accept_new_host_keys = accept_new_host_keys
         self.connect_timeout_s = connect_timeout_s
+        self.ssh_config: SshConfig = load_ssh_config(ssh_config)
         self._known_hosts_lock = threading.Lock()
 
     @staticmethod  # no state: the Slurm transport delivers the spec the same way
@@ -88,13 +94,12 @@ class SshTransport:
             raise ValueError("the simulator spec must be one line of JSON to travel on stdin")
         return ["--sim-spec", "-"], spec_json + b"\n"
 
-    @staticmethod  # no state: the Slurm transport checks its trays' Pythons the same way
-    def check(tray: Tray) -> None:
-        if not _PYTHON_PATH.fullmatch(tray.python):
-            raise InputError(f"host {tray.host}: opsctl_python {tray.python!r} is not a plain path to a Python")
+    def check(self, tray: Tray) -> None:
+        check_python(tray)
+        self.ssh_config.hops(tray)  # a ProxyCommand, a ProxyJump loop: bad input before any tray runs
 
     def remote_command(self, tray: Tray, argv: list[str]) -> str:
-        self.check(tray)
+        check_python(tray)
         return shlex.join([tray.python, "-m", "probes", *argv])
 
     def _policy(self) -> paramiko.MissingHostKeyPolicy:
@@ -116,43 +121,54 @@ class SshTransport:
         except (OSError, UnicodeDecodeError, ValueError) as error:
             raise InputError(f"{self.known_hosts}: cannot read it as a known_hosts file ({error})") from None
 
-    def connect(self, tray: Tray) -> paramiko.SSHClient:
-        """An authenticated SSHClient for the tray, or TrayUnreachable saying why not."""
+    def _client(self) -> paramiko.SSHClient:
+        """A client that trusts exactly the known_hosts file, with opsctl's policy for new keys:
+        every hop gets its own, so Fabric's default (accept any key) is never in play."""
         client = paramiko.SSHClient()
         if self.known_hosts.is_file():
             with self._known_hosts_lock:
                 self._load_known_hosts(client)
         client.set_missing_host_key_policy(self._policy())
-        user = tray.user or getpass.getuser()
-        where = f"{user}@{tray.address}:{tray.port}"
+        return client
+
+    def connect(self, tray: Tray) -> list[Connection]:
+        """The open hops to the tray — jump hosts first, the tray last, each logged in with its
+        host key verified — or TrayUnreachable saying which hop failed and why."""
+        hops = self.ssh_config.hops(tray)
+        try:
+            for index, hop in enumerate(hops):
+                hop.client = self._client()
+                hop.connect_timeout = None  # opsctl's timeouts, in connect_kwargs (Fabric's int() would drop 0.5 s)
+                hop.forward_agent = False
+                hop.connect_kwargs = {**hop.connect_kwargs, **connect_options(hop, self.connect_timeout_s)}
+                self._open(hop, hops[index - 1] if index else None, is_jump_host=index < len(hops) - 1)
+            return hops
+        except BaseException:
+            close(hops)
+            raise
+
+    def _open(self, hop: Connection, through: Connection | None, is_jump_host: bool) -> None:
+        where = ("jump host " if is_jump_host else "") + describe(hop)
         timeout = self.connect_timeout_s
         started = time.monotonic()
         try:
-            client.connect(
-                tray.address, port=tray.port, username=user,
-                key_filename=os.path.expanduser(tray.key_file) if tray.key_file else None,
-                look_for_keys=tray.key_file is None, allow_agent=tray.key_file is None,
-                timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout,
-            )
-            return client
-        except TrayUnreachable:
-            client.close()
-            raise
+            hop.open()
+        except TrayUnreachable as error:  # the policy refused an unknown key
+            raise TrayUnreachable(f"{where}: {error}" if is_jump_host else str(error)) from None
         except paramiko.BadHostKeyException as error:
-            client.close()
             raise TrayUnreachable(
-                f"host key of {tray.address}:{tray.port} is not the one in {self.known_hosts} "
-                f"(offered {error.key.get_name()} {error.key.get_fingerprint().hex()}); refused: the key changed "
+                f"host key of {'jump host ' if is_jump_host else ''}{hop.host}:{hop.port} is not the one in {self.known_hosts} "
+                f"(offered {error.key.get_name()} {error.key.fingerprint}); refused: the key changed "
                 "or someone is in between"
             ) from None
         except paramiko.AuthenticationException as error:
-            client.close()
             raise TrayUnreachable(f"{where}: login refused ({error})") from None
+        except paramiko.ChannelException as error:  # the jump host could not open the way on
+            raise TrayUnreachable(f"{where}: jump host {describe(through) if through else '?'} could not reach it "
+                                  f"({error.text})") from None
         except paramiko.ssh_exception.NoValidConnectionsError:
-            client.close()
             raise TrayUnreachable(f"{where}: connection refused") from None
         except (paramiko.SSHException, OSError, EOFError) as error:
-            client.close()
             if isinstance(error, (socket.timeout, TimeoutError)) or time.monotonic() - started >= timeout:
                 raise TrayUnreachable(f"{where}: no SSH answer within the {timeout:g} s connect timeout") from None
             raise TrayUnreachable(f"{where}: {error or type(error).__name__}") from None
@@ -161,10 +177,10 @@ class SshTransport:
             stop: threading.Event) -> Completed:
         command = self.remote_command(tray, argv)
         deadline = time.monotonic() + timeout_s
-        client = self.connect(tray)
+        hops = self.connect(tray)
         try:
             try:
-                channel = client.get_transport().open_session(timeout=self.connect_timeout_s)
+                channel = hops[-1].transport.open_session(timeout=self.connect_timeout_s)
                 channel.exec_command(command)
                 if stdin is not None:
                     channel.sendall(stdin)
@@ -174,7 +190,19 @@ class SshTransport:
                 raise TrayUnreachable(f"{tray.address}: could not start the probe: {error}") from None
             return _collect(channel, deadline, timeout_s, stop)
         finally:
-            client.close()  # the session's end closes the probe's stdin: one still running stops
+            close(hops)  # the session's end closes the probe's stdin: one still running stops
+
+
+def check_python(tray: Tray) -> None:
+    """The tray's Python must be a plain path (the Slurm transport checks its trays the same way)."""
+    if not _PYTHON_PATH.fullmatch(tray.python):
+        raise InputError(f"host {tray.host}: opsctl_python {tray.python!r} is not a plain path to a Python")
+
+
+def close(hops: list[Connection]) -> None:
+    """Close the tray's connection first (its probe sees EOF), then each jump host's."""
+    for hop in reversed(hops):
+        hop.client.close()
 
 
 def _collect(channel: paramiko.Channel, deadline: float, timeout_s: float, stop: threading.Event) -> Completed:

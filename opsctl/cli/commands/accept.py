@@ -38,11 +38,11 @@ NOT_RECORDED = ("opsctl: note: a trial acceptance ({used:g} s of load per tray, 
                    "plainly it is not an acceptance by the criteria; it is not recorded in the ledger.")
 @click.pass_context
 def command(ctx: click.Context, rack: str | None, out: str | None, resume: str | None, concurrency: int,
-            connect_timeout: float, accept_new_host_keys: bool, as_json: bool, record: bool, db: str | None,
-            criteria_file: str | None, duration: float | None) -> None:
+            connect_timeout: float, accept_new_host_keys: bool, ssh_config: str | None, as_json: bool, record: bool,
+            db: str | None, criteria_file: str | None, duration: float | None) -> None:
     """Acceptance before handover: burn the rack in for the criteria's duration and judge it by
     the criteria; exit 0 accepted, 1 rejected (what failed is named), 3 incomplete."""
-    reject_with_resume(resume, criteria=criteria_file, duration=duration)
+    reject_with_resume(resume, criteria=criteria_file, duration=duration, ssh_config=ssh_config)
     used, wanted = _durations(resume, duration, criteria_file)
     trial = trial_fields("accept", used, wanted)["trial"] if used is not None and wanted is not None else False
     note = NOT_RECORDED.format(used=used, wanted=wanted) if trial and record else None
@@ -51,7 +51,7 @@ def command(ctx: click.Context, rack: str | None, out: str | None, resume: str |
 
     def new_plan() -> Plan:
         made = make_plan("accept", criteria_file=criteria_file, duration_s=duration, concurrency=concurrency,
-                         connect_timeout_s=connect_timeout, accept_new_host_keys=accept_new_host_keys)
+                         connect_timeout_s=connect_timeout, accept_new_host_keys=accept_new_host_keys, ssh_config=ssh_config)
         if note:  # said once the rack and the plan are known good: bad input stays one line
             click.echo(note, err=True)
         return made

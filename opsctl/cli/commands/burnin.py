@@ -182,13 +182,13 @@ def reject_with_resume(resume: str | None, **given: object) -> None:
               "probes of the default criteria, without collective.")
 @click.pass_context
 def command(ctx: click.Context, rack: str | None, out: str | None, resume: str | None, concurrency: int,
-            connect_timeout: float, accept_new_host_keys: bool, as_json: bool, record: bool, db: str | None,
-            duration: float | None, run_timeout: float | None, probes: str | None) -> None:
+            connect_timeout: float, accept_new_host_keys: bool, ssh_config: str | None, as_json: bool, record: bool,
+            db: str | None, duration: float | None, run_timeout: float | None, probes: str | None) -> None:
     """Burn in a rack: GEMM, memory and NVLink load with every counter read before and after, on
     all trays at once; the verdict names every failing GPU, link and part (exit 1), or says
     which trays did not report (exit 3)."""
-    reject_with_resume(resume, duration=duration, run_timeout=run_timeout, probes=probes)
+    reject_with_resume(resume, duration=duration, run_timeout=run_timeout, probes=probes, ssh_config=ssh_config)
     chosen = tuple(p.strip() for p in probes.split(",") if p.strip()) if probes is not None else None
     run_rack_command(ctx, "burnin", rack, resume, out, as_json, lambda: make_plan(
         "burnin", duration_s=duration or DEFAULT_DURATION_S, concurrency=concurrency, connect_timeout_s=connect_timeout,
-        run_timeout_s=run_timeout, accept_new_host_keys=accept_new_host_keys, probes=chosen), record, db)
+        run_timeout_s=run_timeout, accept_new_host_keys=accept_new_host_keys, probes=chosen, ssh_config=ssh_config), record, db)

@@ -75,5 +75,5 @@ def show_rack(ctx: click.Context, rack: str, as_json: bool) -> None:
     for column in ("tray", "host", "address", "port", "user"):
         table.add_column(column)
     for t in trays:
-        table.add_row(t["id"], t["host"], t["address"], str(t["port"]), t["user"] or "-")
+        table.add_row(t["id"], t["host"], t["address"], str(t["port"] or "-"), t["user"] or "-")  # -: ssh_config's, else the default
     out.print(table)

@@ -16,6 +16,7 @@ from opsctl.cli.context import rack_argument, rack_from
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_INCOMPLETE, EXIT_OK, InputError
 from opsctl.fanout import FanoutOptions, run_on_trays
+from opsctl.fanout.options import ssh_config_option
 from opsctl.input_checks import MAX_CONCURRENCY, seconds
 from opsctl.localize.snapshot import TRAY_UNREAD, assemble_snapshot
 from opsctl.regular_files import OutputFile
@@ -43,18 +44,20 @@ def fanout_options(command: FC) -> FC:
                      help="Seconds to reach and log in to a tray (ssh)."),
         click.option("--accept-new-host-keys", is_flag=True,
                      help="ssh: trust and record the keys of hosts not yet in known_hosts (a changed key is still refused)."),
+        ssh_config_option,
     ]):
         command = option(command)
     return command
 
 
 def take_rack_snapshot(rack: Rack, window_s: float, concurrency: int = 32, connect_timeout_s: float = 10.0,
-                       accept_new_host_keys: bool = False,
+                       accept_new_host_keys: bool = False, ssh_config: str | None = None,
                        on_result: Callable[[TrayResult], object] | None = None) -> dict[str, Any]:
     """Read every tray of the rack over one window; the link-health snapshot, with a `trays` entry
     for each tray saying whether it answered (and why not). `on_result` hears each tray as it ends."""
     options = FanoutOptions(concurrency=concurrency, connect_timeout_s=connect_timeout_s,
-                            run_timeout_s=window_s + RUN_TIMEOUT_MARGIN_S, accept_new_host_keys=accept_new_host_keys)
+                            run_timeout_s=window_s + RUN_TIMEOUT_MARGIN_S, accept_new_host_keys=accept_new_host_keys,
+                            ssh_config=ssh_config)
     taken = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     with tempfile.TemporaryDirectory(prefix="opsctl-snapshot-") as workdir:
         results = run_on_trays(rack, ["snapshot", "--window", f"{window_s:g}", "--json"], options=options, workdir=workdir,
@@ -88,12 +91,12 @@ def unanswered(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
 @json_option
 @click.pass_context
 def command(ctx: click.Context, rack: str, output: str, window: float, concurrency: int, connect_timeout: float,
-            accept_new_host_keys: bool, as_json: bool) -> int:
+            accept_new_host_keys: bool, ssh_config: str | None, as_json: bool) -> int:
     """Read every tray's NVLink counters (deltas over --window) and XIDs into one link-health
     snapshot, the input of `opsctl localize`. Exit 3 if a tray did not answer."""
     chosen = rack_from(ctx, rack)
     started = time.monotonic()
-    snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys)
+    snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys, ssh_config)
     missing = unanswered(snapshot)
     if output == "-":
         print_json(snapshot)

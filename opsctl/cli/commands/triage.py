@@ -36,7 +36,7 @@ from opsctl.regular_files import OutputFile
 @json_option
 @click.pass_context
 def command(ctx: click.Context, rack: str, window: float, concurrency: int, connect_timeout: float,
-            accept_new_host_keys: bool, save: str | None, mttr_config: str | None, record: bool, db: str | None,
+            accept_new_host_keys: bool, ssh_config: str | None, save: str | None, mttr_config: str | None, record: bool, db: str | None,
             drain: bool, dry_run: bool, as_json: bool) -> int:
     """Snapshot every tray, localize the faulty parts, and print each with its evidence, repair
     action, MTTR, blast radius and runbook. Exit 1 if something is faulty, 3 if a tray could not
@@ -46,7 +46,7 @@ def command(ctx: click.Context, rack: str, window: float, concurrency: int, conn
     chosen = rack_from(ctx, rack)
     mttr = load_mttr_model(mttr_config)  # a bad file is refused before the trays are read
     with WindowProgress(chosen, window, sys.stderr) as progress:  # stderr: the --json on stdout stays whole
-        snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys,
+        snapshot = take_rack_snapshot(chosen, window, concurrency, connect_timeout, accept_new_host_keys, ssh_config,
                                       on_result=progress.finished)
     if save:
         write_atomically(save, snapshot)
