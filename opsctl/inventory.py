@@ -12,6 +12,9 @@ are inherited from parent groups down to hosts, as Ansible does. What opsctl rea
   opsctl_tray        which tray a host is (ct03, st1); else taken from the host name's end
   opsctl_python      the Python that runs `python -m probes` on the tray    (default python3)
   opsctl_slurm_node  the tray's Slurm node name (drain, resume, --via slurm) (default: the host name)
+  opsctl_vendor      the rack's cohort, as the ledger records it when it first hears of the rack:
+  opsctl_batch       vendor or ODM, delivery batch, firmware at handover (opsctl ledger stats --by)
+  opsctl_firmware
   ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport)
 
 Host names may use Ansible's numeric ranges: `rack07-ct[01:18]`.
@@ -48,6 +51,9 @@ KNOWN_OPSCTL_VARS = {
     "opsctl_python",
     "opsctl_known_hosts",
     "opsctl_slurm_node",
+    "opsctl_vendor",
+    "opsctl_batch",
+    "opsctl_firmware",
     # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
     "opsctl_probes_venv",
     "opsctl_probes_python",
