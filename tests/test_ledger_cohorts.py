@@ -99,8 +99,8 @@ def test_the_weibull_shape_is_recovered_and_its_interval_covers():
     """Fleets of 200 racks whose first failure comes at Weibull ages of shape 0.6 (infant mortality)
     or 1.8 (wear-out), later racks censored sooner: the fitted shape is within four standard errors
     of the truth (the shape's asymptotic standard error, shape × √6/π / √failures), its profile
-    interval holds the truth in about 95 % of 30 fleets, and the verdict says which it is."""
-    fleets = 30
+    interval holds the truth in about 95 % of 20 fleets, and the verdict says which it is."""
+    fleets = 20
     for shape, verdict in ((0.6, "infant_mortality"), (1.8, "wear_out")):
         covered = 0
         for seed in range(fleets):
