@@ -14,6 +14,9 @@ are inherited from parent groups down to hosts, as Ansible does. What opsctl rea
   opsctl_slurm_node  the tray's Slurm node name (drain, resume, --via slurm) (default: the host name)
   opsctl_known_hosts the known_hosts file of every hop (default ~/.ssh/known_hosts)
   opsctl_ssh_config  the ssh_config file, relative to the inventory      (default ~/.ssh/config)
+  opsctl_vendor      the rack's cohort, as the ledger records it when it first hears of the rack:
+  opsctl_batch       vendor or ODM, delivery batch, firmware at handover (opsctl ledger stats --by)
+  opsctl_firmware
   ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file     (ssh transport; each
                      wins over the ssh_config file, whose Host entries are looked up by ansible_host)
 
@@ -52,6 +55,9 @@ KNOWN_OPSCTL_VARS = {
     "opsctl_known_hosts",
     "opsctl_ssh_config",
     "opsctl_slurm_node",
+    "opsctl_vendor",
+    "opsctl_batch",
+    "opsctl_firmware",
     # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
     "opsctl_probes_venv",
     "opsctl_probes_python",

@@ -25,6 +25,8 @@ Port = Annotated[int, msgspec.Meta(ge=1, le=65535, description="a TCP port")]
 Address = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.:@%-]+$", max_length=253, description="a host name or address")]
 SlurmNode = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]+$", max_length=253, description="a Slurm node name")]
 Interval = Annotated[float, msgspec.Meta(gt=0, le=MAX_SECONDS, description="seconds, above 0 and at most a week")]
+# A cohort's name (a batch `2026-03`, a vendor, a firmware version); a bare number is a name too.
+CohortText = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"\S", description="a cohort's name")] | int
 
 
 class Variables(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,6 +42,11 @@ class Variables(msgspec.Struct, frozen=True, kw_only=True):
     opsctl_known_hosts: Annotated[FilePath, msgspec.Meta(description="the ssh known_hosts file of the rack's trays")] | UnsetType = UNSET
     opsctl_ssh_config: Annotated[FilePath, msgspec.Meta(description="the ssh_config file of the rack's trays (default ~/.ssh/config)")] | UnsetType = UNSET
     opsctl_slurm_node: Annotated[SlurmNode, msgspec.Meta(description="the tray's Slurm node (default: the host name)")] | UnsetType = UNSET
+    # The rack's cohort, recorded in the ledger (opsctl ledger stats --by vendor|batch|firmware).
+    opsctl_vendor: Annotated[CohortText, msgspec.Meta(description="the rack's vendor or ODM (a ledger cohort)")] | UnsetType = UNSET
+    opsctl_batch: Annotated[CohortText, msgspec.Meta(description="the rack's delivery batch (a ledger cohort)")] | UnsetType = UNSET
+    opsctl_firmware: Annotated[CohortText, msgspec.Meta(
+        description="the firmware the rack was handed over with (a ledger cohort)")] | UnsetType = UNSET
     # Read by the Ansible roles (ansible/roles/*/defaults/main.yml), not by opsctl.
     opsctl_probes_venv: Text | UnsetType = UNSET
     opsctl_probes_python: Text | UnsetType = UNSET

@@ -97,6 +97,13 @@ MIGRATIONS = [
     (3, "runs: when each run started, so that two runs of one rack that overlap in time are refused", [
         "ALTER TABLE runs ADD COLUMN started_at TEXT",  # NULL: recorded without its start, the run is its finish
     ]),
+    (4, "racks: the cohort each rack came in (vendor or ODM, delivery batch, firmware at handover)", [
+        # From the inventory's opsctl_vendor, opsctl_batch and opsctl_firmware when the ledger first
+        # hears of the rack (recording.py), or `opsctl ledger rack RACK --batch …`; NULL: not said.
+        "ALTER TABLE racks ADD COLUMN vendor TEXT",
+        "ALTER TABLE racks ADD COLUMN batch TEXT",
+        "ALTER TABLE racks ADD COLUMN firmware TEXT",
+    ]),
 ]
 
 LATEST = MIGRATIONS[-1][0]

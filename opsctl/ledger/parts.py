@@ -102,6 +102,16 @@ class Parts:
         raise InputError(f"rack {name} is neither in the ledger nor in the inventory; say its model "
                          f"(opsctl ledger rack {name} --model …)")
 
+    def cohort(self, name: str) -> dict[str, str]:
+        """The rack's cohort fields the inventory sets (opsctl_vendor, opsctl_batch, opsctl_firmware), as text."""
+        from opsctl.ledger.store import COHORT_COLUMNS
+
+        rack = self.inventory_rack(name)
+        if rack is None:
+            return {}
+        return {field: str(rack.vars[f"opsctl_{field}"]) for field in COHORT_COLUMNS
+                if rack.vars.get(f"opsctl_{field}") is not None}
+
     def _template(self, facts: RackFacts) -> Topology:
         """The model's topology under TEMPLATE_RACK (the rack's own cabling map when the inventory has one)."""
         rack = self.inventory_rack(facts.name)

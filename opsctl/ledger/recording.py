@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from opsctl.errors import InputError
 from opsctl.ledger.incidents import open_or_join
 from opsctl.ledger.parts import Part, Parts, RackFacts, rack_of
-from opsctl.ledger.store import Ledger, Record, content_key, new_key, open_ledger
+from opsctl.ledger.store import COHORT_COLUMNS, Ledger, Record, content_key, new_key, open_ledger
 from opsctl.ledger.timestamps import Moment, stored, utc_now
 
 if TYPE_CHECKING:
@@ -55,14 +55,21 @@ class RecordingSession:
 
     def rack(self, tx: Transaction, name: str, model: str | None = None) -> RackFacts:
         """The rack's facts; a rack new to the ledger is added from the inventory or `model`."""
-        recorded = tx.row("SELECT rack, model, gpus FROM racks WHERE rack = :rack", {"rack": name})
+        recorded = tx.row("SELECT rack, model, gpus, vendor, batch, firmware FROM racks WHERE rack = :rack", {"rack": name})
         facts = self.parts.rack_facts(name, recorded, model)
         if model and model != facts.model:  # the document's model is never overridden without a word
             known = f"recorded as {facts.model}" if recorded else f"a {facts.model} in the inventory"
             raise InputError(f"rack {name} is {known}, not {model}")
+        # The cohort is what the rack came with: taken from the inventory the first time the ledger
+        # hears of each field, and kept (a later firmware update does not move it to another cohort).
+        cohort = self.parts.cohort(name)
         if recorded is None:
-            Ledger.insert(tx, "racks", {"rack": name, "model": facts.model, "gpus": facts.gpus,
+            Ledger.insert(tx, "racks", {"rack": name, "model": facts.model, "gpus": facts.gpus, **cohort,
                                         "recorded_at": stored(utc_now())})
+        else:
+            missing = {field: value for field, value in cohort.items() if recorded.get(field) is None}
+            if missing:
+                Ledger.update(tx, "racks", name, missing)
         return facts
 
     def each_rack(self, tx: Transaction, document: Any, what: str) -> Iterator[tuple[dict[str, Any], str, RackFacts]]:
@@ -417,8 +424,10 @@ def record_incident(part_id: str, ledger: Ledger | None = None, *, at: Moment | 
 
 
 def set_rack(name: str, ledger: Ledger | None = None, *, model: str | None = None, handover: Moment | None = None,
-             retired: Moment | None = None, inventory: Inventory | None = None, parts: Parts | None = None) -> Record:
-    """Add a rack to the ledger, or say when it went into service or was retired."""
+             retired: Moment | None = None, inventory: Inventory | None = None, parts: Parts | None = None,
+             cohort: dict[str, str] | None = None) -> Record:
+    """Add a rack to the ledger, or say when it went into service or was retired; `cohort` sets
+    its vendor, batch or firmware (over what the inventory said)."""
     rack_of(name)
     with RecordingSession(ledger, inventory, parts) as session, session.ledger.write() as tx:
         facts = session.rack(tx, name, model)
@@ -429,6 +438,12 @@ def set_rack(name: str, ledger: Ledger | None = None, *, model: str | None = Non
             changes["handover_at"] = stored(handover, "--handover")
         if retired is not None:
             changes["retired_at"] = stored(retired, "--retired")
+        for field, value in (cohort or {}).items():
+            if field not in COHORT_COLUMNS:
+                raise InputError(f"{field!r} is not a cohort field ({', '.join(COHORT_COLUMNS)})")
+            if not str(value).strip():
+                raise InputError(f"--{field}: empty")
+            changes[field] = str(value)
         if changes:
             Ledger.update(tx, "racks", name, changes)
         row = Ledger.select(tx, "racks", "rack = :rack", {"rack": name})[0]

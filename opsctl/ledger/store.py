@@ -26,7 +26,7 @@ Record = dict[str, Any]  # a row as a dict, column -> value (JSON columns as lis
 # Every table and its columns, in the order they are exported; parents before children,
 # which is also the order an import inserts them (the foreign keys need it).
 TABLES = {
-    "racks": ("rack", "model", "gpus", "handover_at", "retired_at", "recorded_at"),
+    "racks": ("rack", "model", "gpus", "handover_at", "retired_at", "vendor", "batch", "firmware", "recorded_at"),
     "runs": ("key", "rack", "kind", "started_at", "finished_at", "verdict", "failing_parts", "source", "recorded_at"),
     "triages": ("key", "rack", "at", "healthy", "suspects", "chosen_part", "chosen_action", "source", "recorded_at"),
     "incidents": ("key", "rack", "occurred_at", "part", "kind", "origin", "triage_key", "note", "recorded_at"),
@@ -39,6 +39,8 @@ KEY_COLUMN = {table: ("rack" if table == "racks" else "key") for table in TABLES
 ORDER = {"racks": "rack", "runs": "finished_at, key", "triages": "at, key", "incidents": "occurred_at, key",
          "repairs": "opened_at, key", "drains": "drained_at, key"}
 JSON_COLUMNS = {"failing_parts", "suspects", "rma_ids"}  # lists kept as JSON text
+# A rack's cohort: what it came with (migration 4), from the inventory variable opsctl_<field>.
+COHORT_COLUMNS = ("vendor", "batch", "firmware")
 
 
 def new_key(prefix: str) -> str:

@@ -123,20 +123,27 @@ def _record_files(ctx: click.Context, db: str | None, paths: Sequence[str],
 @click.option("--model", type=click.Choice(sorted(MODELS)), help="The rack's model, when it is not in the inventory.")
 @click.option("--handover", type=TIME, help="When the rack went into service.")
 @click.option("--retired", type=TIME, help="When it left service for good.")
+@click.option("--vendor", help="Its vendor or ODM (a cohort; default: the inventory's opsctl_vendor).")
+@click.option("--batch", help="Its delivery batch (a cohort; default: the inventory's opsctl_batch).")
+@click.option("--firmware", help="The firmware it was handed over with (a cohort; default: the inventory's opsctl_firmware).")
 @db_option
 @json_option
 @click.pass_context
 def rack_command(ctx: click.Context, rack: str, model: str | None, handover: datetime | None, retired: datetime | None,
-                 db: str | None, as_json: bool) -> None:
-    """Add a rack to the ledger, or set when it went into service (handover) or was retired."""
+                 vendor: str | None, batch: str | None, firmware: str | None, db: str | None, as_json: bool) -> None:
+    """Add a rack to the ledger, or set when it went into service (handover) or was retired, or its cohort."""
+    cohort = {k: v for k, v in (("vendor", vendor), ("batch", batch), ("firmware", firmware)) if v is not None}
     with open_ledger(db) as ledger:
-        row = set_rack(rack, ledger, model=model, handover=handover, retired=retired, parts=parts_for(ctx))
+        row = set_rack(rack, ledger, model=model, handover=handover, retired=retired, parts=parts_for(ctx),
+                       cohort=cohort)
     if as_json:
         print_json(row)
         return
     service = f"in service since {row['handover_at']}" if row["handover_at"] else "not yet handed over"
     retired_text = f", retired {row['retired_at']}" if row["retired_at"] else ""
-    console().print(f"{row['rack']}: {row['model']}, {row['gpus']} GPUs, {service}{retired_text}")
+    said = ", ".join(f"{k} {row[k]}" for k in ("vendor", "batch", "firmware") if row.get(k))
+    console().print(f"{row['rack']}: {row['model']}, {row['gpus']} GPUs, {service}{retired_text}" + (f"; {said}" if said else ""),
+                    markup=False)
 
 
 @command.command("incident")
@@ -169,13 +176,20 @@ def incident_command(ctx: click.Context, part: str, at: datetime | None, note: s
 @click.option("--infant-weeks", type=click.IntRange(min=1, max=520), default=4, show_default=True,
               help="Failures this soon after handover count as infant mortality.")
 @click.option("--confidence", type=FiniteFloat(0.5, 0.999), default=0.95, show_default=True)
-@click.option("--plot", type=OutputFile(), help="Write a PNG of failures per month by part kind.")
+@click.option("--plot", type=OutputFile(), help="Write a PNG of failures per month by part kind (with --by: each cohort's rate).")
+@click.option("--by", "by", metavar="COHORT",
+              help="Compare cohorts: vendor, batch, firmware (recorded at handover), or any inventory variable by name.")
 @db_option
 @json_option
-def stats_command(since: datetime | None, until: datetime | None, racks: tuple[str, ...], infant_weeks: int,
-                  confidence: float, plot: str | None, db: str | None, as_json: bool) -> None:
+@click.pass_context
+def stats_command(ctx: click.Context, since: datetime | None, until: datetime | None, racks: tuple[str, ...],
+                  infant_weeks: int, confidence: float, plot: str | None, by: str | None, db: str | None,
+                  as_json: bool) -> None:
     """Failures per part kind, MTBI (GPU-days), time to restore per action (typed, and as Slurm saw
     it: drain to resume), burn-in failure rate, infant mortality — each with its confidence interval."""
+    if by is not None:
+        _cohort_stats(ctx, by, since, until, racks, infant_weeks, confidence, plot, db, as_json)
+        return
     with open_ledger(db, read_only=True) as ledger:
         stats = fleet_statistics(ledger, since=since, until=until, racks=racks, confidence=confidence,
                                  infant_weeks=infant_weeks)
@@ -187,6 +201,159 @@ def stats_command(since: datetime | None, until: datetime | None, racks: tuple[s
         print_json(stats)
         return
     _print_stats(stats)
+
+
+def _inventory_or_none(ctx: click.Context) -> Any:
+    from opsctl.cli.context import inventory_from
+
+    return inventory_from(ctx) if ctx.find_root().obj.get("inventory") else None
+
+
+def _cohort_stats(ctx: click.Context, by: str, since: datetime | None, until: datetime | None, racks: tuple[str, ...],
+                  infant_weeks: int, confidence: float, plot: str | None, db: str | None, as_json: bool) -> None:
+    from opsctl.ledger.cohorts import cohort_statistics
+
+    with open_ledger(db, read_only=True) as ledger:
+        stats = cohort_statistics(ledger, by, since=since, until=until, racks=racks, confidence=confidence,
+                                  infant_weeks=infant_weeks, inventory=_inventory_or_none(ctx))
+    if plot:
+        from opsctl.ledger.plot import plot_cohorts
+
+        stats["plot"] = str(plot_cohorts(stats, plot))
+    if as_json:
+        print_json(stats)
+        return
+    out = console()
+    level = f"{confidence:.0%}"
+    field = stats["by"]
+    out.print(f"[bold]ledger[/bold] {stats['ledger']}  by {field}  window {stats['window']['since'] or 'start'} → "
+              f"{stats['window']['until']}")
+    table = Table(title=f"by {field}: failures, MTBI (GPU-days) and time to restore (hours), {level} intervals")
+    for column in ("cohort", "racks", "GPU-days", "failures", "MTBI", "interval", "vs the rest", "adj. p",
+                   "restore median", "interval ", "accepted first", "RMAs"):
+        table.add_column(column, justify="left" if column == "cohort" else "right")
+    tests = stats["comparison"].get("cohorts", {})
+    for name, cohort in stats["cohorts"].items():
+        rate = cohort["mtbi"]
+        restore = cohort["time_to_restore"]
+        test = tests.get(name)
+        ratio = "-"
+        if test:
+            low, high = test["interval"]
+            point = "∞" if test["rate_ratio"] is None else f"{test['rate_ratio']:.2f}"
+            ratio = f"×{point} [{'-' if low is None else f'{low:.2f}'}–{'∞' if high is None else f'{high:.2f}'}]"
+        accept = cohort["acceptance"]
+        table.add_row(name, str(cohort["racks_in_service"]), f"{cohort['gpu_days']:,.0f}", str(rate["failures"]),
+                      f"{rate['mtbi_gpu_days']:,.0f}" if rate["mtbi_gpu_days"] else "-", _interval(rate["interval"]),
+                      ratio, f"{test['p_adjusted']:.2g}" if test else "-",
+                      f"{restore['median_hours']:.1f}" if restore["median_hours"] is not None else "-",
+                      _interval(restore["interval"]) if restore["interval"] else "-",
+                      f"{accept['racks_passed_first']}/{accept['racks_judged']}" if accept["racks_judged"] else "-",
+                      str(len(cohort["rma_ids"])))
+    out.print(table)
+    fleet = stats["fleet"]["mtbi"]
+    out.print(f"fleet: {fleet['failures']} failures over {fleet['gpu_days']:,.0f} GPU-days, MTBI "
+              f"{fleet['mtbi_gpu_days'] or 0:,.0f} ({_interval(fleet['interval'])})", markup=False)
+    if stats["comparison"].get("method"):
+        out.print(f"test: {stats['comparison']['method']}", soft_wrap=True, markup=False)
+    out.print(f"verdict: {stats['verdict']}", soft_wrap=True, markup=False)
+    for name, cohort in stats["cohorts"].items():
+        if cohort["rma_ids"]:
+            shown = ", ".join(cohort["rma_ids"][:8]) + (f", … ({len(cohort['rma_ids'])} in all)" if len(cohort["rma_ids"]) > 8 else "")
+            out.print(f"RMA ids, {field} {name}: {shown}", soft_wrap=True, markup=False)
+    if stats.get("plot"):
+        out.print(f"plot: {stats['plot']}")
+
+
+@command.command("age")
+@click.option("--until", type=TIME, help="Follow racks up to this time (default: now).")
+@click.option("--rack", "racks", multiple=True, help="Only this rack (repeat for more).")
+@click.option("--by", "by", metavar="COHORT", help="One curve per cohort: vendor, batch, firmware, or an inventory variable.")
+@click.option("--kind", "kinds", multiple=True, metavar="KIND",
+              help="Only this group: all, backplane (connectors, cartridges, cables, switch trays) or a part kind "
+                   "(repeat for more; default: all, backplane and each kind that failed).")
+@click.option("--confidence", type=FiniteFloat(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--plot", type=OutputFile(), help="Write a PNG of each group's Kaplan–Meier curve and Weibull fit.")
+@db_option
+@json_option
+@click.pass_context
+def age_command(ctx: click.Context, until: datetime | None, racks: tuple[str, ...], by: str | None, kinds: tuple[str, ...],
+                confidence: float, plot: str | None, db: str | None, as_json: bool) -> None:
+    """Failures by age since handover, racks still running right-censored: the Kaplan–Meier curve
+    and a Weibull fit per part kind (the backplane on its own), whose shape below 1 says infant mortality."""
+    from opsctl.ledger.ages import age_statistics
+
+    with open_ledger(db, read_only=True) as ledger:
+        stats = age_statistics(ledger, until=until, racks=racks, by=by, groups=list(kinds) or None,
+                               confidence=confidence, inventory=_inventory_or_none(ctx))
+    if plot:
+        from opsctl.ledger.plot import plot_ages
+
+        stats["plot"] = str(plot_ages(stats, plot))
+    if as_json:
+        print_json(stats)
+        return
+    out = console()
+    level = f"{confidence:.0%}"
+    out.print(f"[bold]ledger[/bold] {stats['ledger']}  ages up to {stats['until']}; unit: {stats['unit']}", soft_wrap=True)
+    table = Table(title=f"first failure by age since handover: Weibull fit ({level} interval) and Kaplan–Meier")
+    for column in ("group", "cohort", "racks", "failed", "shape", "interval", "scale (days)", "says",
+                   "no failure by 28 d", "by 91 d", "by 365 d"):
+        table.add_column(column, justify="left" if column in ("group", "cohort", "says") else "right")
+    for curve in stats["curves"]:
+        fit = curve["weibull"]
+        milestones = {m["age_days"]: m for m in curve["kaplan_meier"]["milestones"]}
+
+        def share(day: int) -> str:
+            found = milestones.get(day)
+            if found is None:
+                return "-"
+            low, high = found["interval"] or (None, None)
+            return f"{found['survival']:.0%}" + (f" [{low:.0%}–{high:.0%}]" if low is not None and high is not None else "")
+        if fit["fitted"]:
+            low, high = fit["shape_interval"]
+            cells = [f"{fit['shape']:.2f}", f"{'-' if low is None else f'{low:.2f}'}–{'∞' if high is None else f'{high:.2f}'}",
+                     f"{fit['scale_days']:,.0f}", fit["verdict"].replace("_", " ")]
+        else:
+            cells = ["-", "-", "-", fit["why"]]
+        table.add_row(curve["group"], curve["cohort"] or "all", str(curve["racks"]), str(curve["failures"]), *cells,
+                      share(28), share(91), share(365))
+    out.print(table)
+    out.print(f"Kaplan–Meier: {stats['kaplan_meier_method']}", soft_wrap=True, markup=False)
+    out.print(f"Weibull: {stats['weibull_method']}; shape < 1: infant mortality, 1: a constant rate, > 1: wear-out",
+              soft_wrap=True, markup=False)
+    if stats.get("plot"):
+        out.print(f"plot: {stats['plot']}")
+
+
+@command.command("table")
+@click.argument("table", type=click.Choice(["racks", "runs", "triages", "incidents", "repairs", "drains"]))
+@click.option("--var", "variables", multiple=True, metavar="NAME",
+              help="Add the rack's inventory variable NAME as a column (repeat for more).")
+@click.option("-o", "--output", type=OutputFile(), help="Write FILE.csv or FILE.parquet instead of printing.")
+@click.option("--rows", type=click.IntRange(min=1), help="Print at most this many rows.")
+@db_option
+@json_option
+@click.pass_context
+def table_command(ctx: click.Context, table: str, variables: tuple[str, ...], output: str | None, rows: int | None,
+                  db: str | None, as_json: bool) -> None:
+    """One ledger table as a pandas DataFrame — with each row's rack cohort (vendor, batch, firmware)
+    and age since handover — printed, or written as CSV or Parquet."""
+    from opsctl.ledger.frames import frame_text, ledger_frames, require_pyarrow, write_frame
+
+    if output and output.lower().endswith(".parquet"):
+        require_pyarrow()  # before the ledger is read
+    with open_ledger(db, read_only=True) as ledger:
+        frames = ledger_frames(ledger, variables=variables, inventory=_inventory_or_none(ctx) if variables else None)
+    frame = frames[table]
+    if output:
+        click.echo(str(write_frame(frame, output)))
+        return
+    if as_json:  # one object per row, times as ISO-8601 UTC
+        click.echo(frame.head(rows).to_json(orient="records", date_format="iso", date_unit="s") if rows else
+                   frame.to_json(orient="records", date_format="iso", date_unit="s"))
+        return
+    click.echo(frame_text(frame, rows=rows))
 
 
 def _interval(pair: Sequence[float | None], unit: str = "") -> str:
@@ -276,15 +443,27 @@ def _print_drains(out: Console, drains: dict[str, Any], confidence: float) -> No
 
 
 @command.command("export")
-@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
-@click.option("-o", "--output", type=click.Path(), help="JSON: a file (default stdout). CSV: a directory, one file per table.")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv", "parquet"]), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(),
+              help="JSON: a file (default stdout). CSV, Parquet: a directory, one file per table.")
 @db_option
 def export_command(fmt: str, output: str | None, db: str | None) -> None:
-    """Export the whole ledger, to back it up or to bring it into another ledger."""
-    if fmt == "csv" and not output:
-        raise click.UsageError("--format csv needs -o DIRECTORY (one CSV per table)")
+    """Export the whole ledger, to back it up or to bring it into another ledger (JSON, CSV), or as
+    typed tables for analysis (Parquet: the DataFrames of `opsctl ledger table`; needs pyarrow)."""
+    if fmt in ("csv", "parquet") and not output:
+        raise click.UsageError(f"--format {fmt} needs -o DIRECTORY (one file per table)")
     if output:  # a device, a FIFO or a folder where a file goes: refused before the ledger is read
-        check_folder(output) if fmt == "csv" else check_replaceable(output)
+        check_folder(output) if fmt in ("csv", "parquet") else check_replaceable(output)
+    if fmt == "parquet":
+        from opsctl.ledger.frames import ledger_frames, require_pyarrow
+
+        require_pyarrow()
+        assert output
+        with open_ledger(db, read_only=True) as ledger:
+            frames = ledger_frames(ledger)
+        for path in frames.to_parquet(output):
+            click.echo(str(path))
+        return
     with open_ledger(db, read_only=True) as ledger:
         document = export_document(ledger)
     if fmt == "csv":

@@ -45,6 +45,9 @@ ledger_options = (
     click.option("--since", type=TIME, help="With --from-ledger: measure from this time."),
     click.option("--until", type=TIME, help="With --from-ledger: measure up to this time (default: now)."),
     click.option("--rack", "racks", multiple=True, help="With --from-ledger: only this rack (repeat for more)."),
+    click.option("--cohort", metavar="FIELD=VALUE",
+                 help="With --from-ledger: only the racks of one cohort (batch=2026-03, vendor=…, firmware=…, or an "
+                      "inventory variable), priced with that cohort's measured reliability (opsctl ledger stats --by)."),
     db_option,
 )
 
@@ -63,14 +66,16 @@ uncertainty_options = (
 
 def _priced(path: str, mttr_config: str | None, draws: int, seed: int, level: float, from_ledger: bool = False,
             db: str | None = None, since: datetime | None = None, racks: Sequence[str] = (),
-            until: datetime | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+            until: datetime | None = None, cohort: str | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(document, the figures over the draws or None when no input is a range)."""
     monte_carlo.check_options(draws, level, seed)
     uncertain = load_uncertain(path)
     mttr_model = load_mttr_model(mttr_config)
     measured = None
+    said_cohort = None
     if from_ledger:
         with open_ledger(db, read_only=True) as ledger:
+            racks, said_cohort = _cohort_racks(ledger, cohort, racks)
             measured = reliability_inputs(ledger, since=since, until=until, racks=racks)
             repairs = ledger_repairs(ledger, since=since, until=until, racks=racks)
         uncertain, classes = with_measured_reliability(uncertain, measured, repairs, mttr_model, level)
@@ -79,7 +84,22 @@ def _priced(path: str, mttr_config: str | None, draws: int, seed: int, level: fl
         document["reliability_from"] = {"source": measured.source, "measured": measured.scenario,
                                         "mtbi_exact_interval": measured.detail["mtbi"]["interval"],
                                         "failure_classes": classes}
+        if said_cohort is not None:
+            document["reliability_from"]["cohort"] = said_cohort
     return document, table
+
+
+def _cohort_racks(ledger: Any, cohort: str | None, racks: Sequence[str]) -> tuple[Sequence[str], dict[str, Any] | None]:
+    """--cohort FIELD=VALUE: the racks of that cohort (within --rack, if given) for --from-ledger to measure."""
+    if cohort is None:
+        return racks, None
+    from opsctl.ledger.cohorts import cohort_racks
+
+    field, value, members = cohort_racks(ledger, cohort)
+    chosen = [rack for rack in members if not racks or rack in racks]
+    if not chosen:
+        raise InputError(f"--cohort {field}={value}: none of its racks ({', '.join(members)}) is among --rack")
+    return chosen, {"field": field, "value": value, "racks": chosen}
 
 
 @contextmanager
@@ -122,11 +142,12 @@ def _with(options: Sequence[Callable[[Any], Any]]) -> Callable[[FC], FC]:
 @_with(uncertainty_options)
 @json_option
 def run(scenario: str, mttr_config: str | None, from_ledger: bool, since: datetime | None, until: datetime | None,
-        racks: tuple[str, ...], db: str | None, draws: int, seed: int, level: float, as_json: bool) -> None:
+        racks: tuple[str, ...], cohort: str | None, db: str | None, draws: int, seed: int, level: float,
+        as_json: bool) -> None:
     """Price one scenario file (YAML or JSON); inputs written as ranges give each figure a median and an interval."""
-    if not from_ledger and (since or until or racks):
-        raise InputError("--since, --until and --rack go with --from-ledger")
-    document, table_ = _priced(scenario, mttr_config, draws, seed, level, from_ledger, db, since, racks, until)
+    if not from_ledger and (since or until or racks or cohort):
+        raise InputError("--since, --until, --rack and --cohort go with --from-ledger")
+    document, table_ = _priced(scenario, mttr_config, draws, seed, level, from_ledger, db, since, racks, until, cohort)
     if as_json:
         print_json(document)
         return
@@ -148,6 +169,9 @@ def run(scenario: str, mttr_config: str | None, from_ledger: bool, since: dateti
                   + (f"; {said['draws_without_progress']} draws leave no time to train" if said["draws_without_progress"] else ""))
     if document.get("reliability_from"):
         out.print(f"reliability {document['reliability_from']['source']}")
+        if document["reliability_from"].get("cohort"):
+            said = document["reliability_from"]["cohort"]
+            out.print(f"  cohort {said['field']}={said['value']}: racks {', '.join(said['racks'])}", markup=False)
         for line in document["reliability_from"]["failure_classes"]:
             out.print(f"  {_said(line, level)}")
     for warning in document["warnings"]:
