@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.kernel_history import KernelLog, recorded_by_gpu, since_driver_load
 from probes.nvml_reader import NvmlReader
 from probes.nvswitch_sxids import parse_sxid_lines, switch_component
@@ -110,7 +111,8 @@ class TrayPoller:
     def __init__(self, rack: str, tray: str, nvml: Any, interval_s: float = 10.0, stale_after_s: float | None = None,
                  expected_gpus: int | None = None, switch_of: dict[tuple[int, int], str] | None = None,
                  down_reason: str | None = None, kernel_history: Callable[[], KernelLog] | None = None,
-                 nvswitch_chips: Sequence[str] | None = None, sxid_reread_s: float = SXID_REREAD_S) -> None:
+                 nvswitch_chips: Sequence[str] | None = None, sxid_reread_s: float = SXID_REREAD_S,
+                 deadline_s: float = NVML_DEADLINE_S) -> None:
         self.rack = rack
         self.tray = tray
         self.nvml = nvml
@@ -127,6 +129,7 @@ class TrayPoller:
         # The host's NVSwitch chips (HGX; None elsewhere), nvidia-nvswitchN's id at index N.
         self.nvswitch_chips = list(nvswitch_chips) if nvswitch_chips is not None else None
         self.sxid_reread_s = sxid_reread_s
+        self.deadline_s = deadline_s  # a GPU whose reading takes longer is shown hung (probes/gpu_deadline.py)
         self._sxids: dict[str, tuple[int, int]] | None = None
         self._reader: NvmlReader | None = None
         self._xids: XidCounts | None = None
@@ -168,11 +171,11 @@ class TrayPoller:
 
     def _open(self) -> None:
         self.nvml.nvmlInit()
-        reader = NvmlReader(self.nvml)
+        reader = NvmlReader(self.nvml, deadline_s=self.deadline_s)
         xids = XidCounts(self.nvml, reader.handles, workers=reader.workers).start()
         self._driver_version = reader.system().get("driver_version")
-        self._read_recorded(reader)
         self._slots = [_GpuSlot(i) for i in range(reader.count)]
+        self._read_recorded(reader)
         self._reader, self._xids = reader, xids
         self.down_reason = None
 
@@ -181,7 +184,13 @@ class TrayPoller:
             return
         history = self.kernel_history()
         self._read_sxids(history)
-        found, why = recorded_by_gpu(history, reader.read_all())
+        # Identity only (the PCI bus ids match log lines to GPUs), kept as each GPU's identity:
+        # its reader then starts with the links, and the tray is not read whole twice.
+        identities = reader.read_all(links=False)
+        for slot, reading in zip(self._slots, identities):
+            if reading.uuid is not None:
+                slot.identity = reading
+        found, why = recorded_by_gpu(history, identities)
         self._kernel_log_unread = why
         if found is not None:
             self._recorded = {index: dict(Counter(event["xid"] for event in events)) for index, events in found.items()}

@@ -102,12 +102,15 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
         raise BackendError(f"rack {spec.rack} has no tray {tray!r} (its trays: {names})") from None
     if tray_spec.unreachable:
         raise BackendError(f"{spec.rack}/{tray}: no route to host (simulated unreachable tray)", exit_code=3)
-    rack = SimRack(spec)
     if not tray_spec.gpus:
+        rack = SimRack(spec)
         return TrayBackend("sim", tray, None, rack.clock, switch=SimSwitchReader(SimSwitchTray(rack, tray)))
     from probes.compute.sim_device import SimDevice  # numpy: a compute tray's only
     from probes.sim.device import SimComputeDevice
 
+    # Built once the imports are done: a spec without an epoch starts its clock here, so its
+    # faults' times count from just before the probe's first reading, on a slow machine too.
+    rack = SimRack(spec)
     nvml = SimNvml(rack, tray)
     nvml.nvmlInit()
     gpus = rack.trays[tray].gpus

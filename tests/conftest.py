@@ -235,22 +235,27 @@ def sim_exporter(rack07_topology):
     from opsctl.cli.commands.exporter import host_nvswitch_chips
     from opsctl.simulation import compile_rack_spec
     from opsctl.simulation.scenario import scenario_from_text
+    from probes.gpu_deadline import NVML_DEADLINE_S
     from probes.sim import SimNvml, SimRack
+    from probes.sim.clock import FrozenClock
 
     served = []
 
     # Stale only after 30 s by default: a busy test machine must not make a healthy GPU look hung.
+    # `frozen`: the simulator stays at `at_s` (FrozenClock), for a test that judges one instant.
+    # `deadline_s`: the reader's; a test serving many trays from this one process (where a real
+    # tray's exporter reads its 4 or 8 GPUs alone) gives them the time 72 GPUs' reads take here.
     def serve(text="seed: 1\n", topology=None, trays=None, at_s=0.0, interval=0.2, stale_after=30.0,
-              burnin=None, nvml_class=SimNvml):
+              burnin=None, nvml_class=SimNvml, frozen=False, deadline_s=NVML_DEADLINE_S):
         topology = topology or rack07_topology
         spec = compile_rack_spec(scenario_from_text(text), topology)
         spec.epoch = time.time() - at_s
-        rack = SimRack(spec)
+        rack = SimRack(spec, clock=FrozenClock(spec.epoch + at_s) if frozen else None)
         names = trays or [tray.name for tray in spec.trays if tray.gpus]
         chips = host_nvswitch_chips(spec.rack, topology.model)
         pollers = [TrayPoller(spec.rack, name, nvml_class(rack, name), interval, stale_after, len(spec.tray(name).gpus),
                               kernel_history=lambda name=name: rack.kernel_history(name, rack.clock.now()),
-                              nvswitch_chips=chips)
+                              nvswitch_chips=chips, deadline_s=deadline_s)
                    for name in names]
         exporter = Exporter(pollers, listen="127.0.0.1", port=0, burnin_path=burnin, refresh_s=interval).start()
         served.append(exporter)

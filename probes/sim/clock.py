@@ -41,3 +41,14 @@ class ManualClock:
             self._now += seconds
 
     sleep = advance
+
+
+class FrozenClock(WallClock):
+    """Time that stands at one moment while sleeps take real time: a test reads the simulator at
+    one instant (its readings exactly those of that second), however long a loaded machine takes."""
+
+    def __init__(self, at: float) -> None:
+        self._at = float(at)
+
+    def now(self) -> float:
+        return self._at

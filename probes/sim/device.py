@@ -57,6 +57,14 @@ class SimComputeDevice:
         """Run `iterations` GEMMs of a @ b; return their results and the modelled seconds they
         took as if each were logical_n³. A GPU with silent data corruption returns some results
         with a flipped element, as a bad SM would."""
+        with self.computing():
+            return self._matmul_batch(a, b, iterations, logical_n, dtype)
+
+    def computing(self) -> Any:
+        """A block during which the GPU counts as busy (SimGpu.computing)."""
+        return self.gpu.computing(self.rack.now)
+
+    def _matmul_batch(self, a: Any, b: Any, iterations: int, logical_n: int, dtype: str) -> tuple[list[Any], float]:
         self._check_alive()
         seconds = self.gemm_seconds(logical_n, dtype) * iterations
         reference = a @ b

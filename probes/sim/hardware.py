@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from probes.sim import profiles
@@ -198,6 +200,7 @@ class SimGpu:
         self.lifetime_corrected_ecc = rng.randrange(0, 20)
         self.links = [SimLink(self, link) for link in spec.links]
         self._busy: list[tuple[float, float]] = []  #  merged (start, end) intervals of load, sim time
+        self._computing: list[float] = []  # the start of each compute call in progress (computing())
         self._lock = threading.Lock()
         self._xid_cache: list[tuple[float, int]] = []  #  (time, xid) in order, complete up to _xid_horizon
         self._xid_horizon = -math.inf
@@ -230,13 +233,30 @@ class SimGpu:
 
     # --- load --------------------------------------------------------------------------------
     def add_load(self, start: float, seconds: float) -> None:
-        """Record that the GPU computed from `start` for `seconds` (sim time)."""
+        """Record that the GPU computed from `start` for `seconds` (sim time); a span that
+        overlaps the latest ones (a compute call around the kernels it ran) merges with them."""
         with self._lock:
             end = start + seconds
-            if self._busy and start <= self._busy[-1][1]:
-                self._busy[-1] = (self._busy[-1][0], max(end, self._busy[-1][1]))
-            else:
-                self._busy.append((start, end))
+            while self._busy and start <= self._busy[-1][1]:
+                last_start, last_end = self._busy.pop()
+                start, end = min(start, last_start), max(end, last_end)
+            self._busy.append((start, end))
+
+    @contextmanager
+    def computing(self, now: Callable[[], float]) -> Iterator[None]:
+        """The GPU is busy for the whole of a compute call, the host's arithmetic included: in
+        the simulator the host (NumPy) does the GPU's work, and a host slowed by a loaded
+        machine must not show the GPU idle — clocks and power down — between its kernels,
+        which a real GPU, fed by its queue, is not."""
+        start = now()
+        with self._lock:
+            self._computing.append(start)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._computing.remove(start)
+            self.add_load(start, max(0.0, now() - start))
 
     def busy_seconds(self, t: float) -> float:
         with self._lock:
@@ -244,7 +264,8 @@ class SimGpu:
 
     def is_busy(self, t: float) -> bool:
         with self._lock:
-            return bool(self._busy) and self._busy[-1][0] <= t < self._busy[-1][1] + 0.5
+            return any(start <= t for start in self._computing) or \
+                (bool(self._busy) and self._busy[-1][0] <= t < self._busy[-1][1] + 0.5)
 
     # --- throttling, clocks, power, temperature ---------------------------------------------
     def active_throttles(self, t: float) -> list[Effect]:

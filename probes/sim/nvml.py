@@ -105,6 +105,7 @@ class SimNvml(SimNvmlConfiguration):
         value = getattr(pynvml, name)  # AttributeError for names pynvml lacks too
         if isinstance(value, types.FunctionType):
             raise AttributeError(f"the simulator does not implement pynvml.{name}")
+        self.__dict__[name] = value  # a constant or an error class: looked up once, not at every field a reading decodes
         return value
 
     @property
@@ -309,23 +310,27 @@ class SimNvml(SimNvmlConfiguration):
         timestamp = int(self._rack.clock.now() * 1e6)
         unsupported = gpu.unsupported_fields()
         fec: dict[int, list[int]] = {}  # port -> its FEC histogram at t: one computation for the call's 16 bins
+        put = ctypes.Structure.__setattr__
         for i, field_id in enumerate(fieldIds):
             try:
                 fid, scope = field_id
             except TypeError:
                 fid, scope = field_id, 0
             value = values[i]
-            value.fieldId, value.scopeId, value.timestamp = fid, scope, timestamp
+            # ctypes' own setattr: pynvml's wrapper only encodes str, and a reading sets ~600 fields.
+            put(value, "fieldId", fid)
+            put(value, "scopeId", scope)
+            put(value, "timestamp", timestamp)
             if fid in unsupported:
-                value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                put(value, "nvmlReturn", pynvml.NVML_ERROR_NOT_SUPPORTED)
                 continue
             try:
                 kind, number = self._field(gpu, fid, scope, t, fec)
             except pynvml.NVMLError as error:
-                value.nvmlReturn = error.value
+                put(value, "nvmlReturn", error.value)
                 continue
-            value.nvmlReturn = pynvml.NVML_SUCCESS
-            value.valueType = kind
+            put(value, "nvmlReturn", pynvml.NVML_SUCCESS)
+            put(value, "valueType", kind)
             if kind == pynvml.NVML_VALUE_TYPE_DOUBLE:
                 value.value.dVal = number
             elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_INT:
