@@ -17,8 +17,7 @@ from probes.backend import BackendError, open_backend
 from probes.exit_codes import EXIT_INCOMPLETE, EXIT_USAGE
 from probes.hangup import STOP_ON_STDIN_EOF, watch_for_hangup
 from probes.sku_references import ReferencesError
-from probes.run import DEFAULT_DURATION_S, PROBES, RunOptions, TrayRun
-from probes.snapshot import take_snapshot, take_switch_snapshot
+from probes.probe_names import DEFAULT_DURATION_S, PROBES
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -120,6 +119,8 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> tuple[in
 
 
 def run_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
+    from probes.run import RunOptions, TrayRun
+
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
     run = None
     try:
@@ -134,6 +135,8 @@ def run_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
 
 
 def snapshot_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
+    from probes.snapshot import take_snapshot, take_switch_snapshot
+
     backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
     hung = False
     try:

@@ -243,9 +243,20 @@ def _sku_of(gpu_name: str) -> str | None:
     return (refs.sku or {}).get("sku")
 
 
+# What a simulated rank imports (NumPy's collectives, the simulator), loaded once in the fork server.
+_SIM_RANK_MODULES = ("numpy", "probes.sim", "probes.sim.collective", "probes.sim.exchange")
+
+
 def _spawn_ranks(plan: JobPlan, first_rank: int, local: int) -> list[RankReport]:
     """One process per local rank; their reports, as many as came back in time."""
-    context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
+    context: multiprocessing.context.BaseContext
+    if plan.device[0] == "sim":
+        # A fork server: one fresh interpreter loads a simulated rank's modules and each rank is
+        # forked from it, so a simulated tray pays one Python start-up for its ranks, not one each.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["probes.collective", *_SIM_RANK_MODULES])
+    else:
+        context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
     results = context.Queue()
     workers = [context.Process(target=rank_main, args=(plan, first_rank + i, i, results), daemon=True) for i in range(local)]
     for worker in workers:

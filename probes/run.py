@@ -34,6 +34,7 @@ from probes.kernel_history import KernelLog, recorded_by_gpu
 from probes.nvswitch_sxids import recorded_sxids
 from probes.kernel_log import NVLINK5_XIDS, attach_registers, driver_branch, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
+from probes.probe_names import DEFAULT_DURATION_S, PROBES
 from probes.snapshot import FORMAT
 from probes.switch_reader import switch_window
 from probes.under_load import LoadSampler
@@ -45,10 +46,8 @@ if TYPE_CHECKING:
     from probes.nvml_reader import GpuReading
     from probes.switch_reader import NvosSwitchReader, SimSwitchReader
 
-PROBES = ("gemm", "membw", "nvlink", "pulse", "hbm", "configuration", "counters")
 LOAD_SHARE = {"gemm": 4, "membw": 1, "nvlink": 1, "pulse": 1}
 UNSHARED = ("hbm",)  # runs its passes once, after the shared load: no share of --duration
-DEFAULT_DURATION_S = 60.0
 TIMEOUT_SOURCE = "--timeout (default: twice the probe's share of --duration, plus 60 s)"
 
 

@@ -85,7 +85,7 @@ class SimCollectiveDevice:
         host = f"{self.rack.spec.rack}-{self.tray.name}"
         if self.fallback:
             return [f"{host}:{rank}:{rank} [0] NCCL INFO Channel 00/0 : {rank}[0] -> {peer}[0] [send] via NET/IB/0/GDRDMA"]
-        multi_node = sum(1 for tray in self.rack.trays.values() if tray.gpus) > 1  # NVLink across trays (MNNVL)
+        multi_node = sum(1 for tray in self.rack.spec.trays if tray.gpus) > 1  # NVLink across trays (MNNVL)
         path = "P2P/MNNVL/read" if multi_node else "P2P/CUMEM/read"
         return [f"{host}:{rank}:{rank} [0] NCCL INFO Channel 00/0 : {rank}[0] -> {peer}[0] via {path}",
                 f"{host}:{rank}:{rank} [0] NCCL INFO NVLS multicast support is available on dev 0"]

@@ -5,9 +5,11 @@ for real, so the results are verified as NCCL's would be. A simulated tray moves
 per collective (SimCollectiveDevice.real_bytes), so the store's traffic stays small, and a
 README install (no PyTorch) runs the NVLink domain test on a simulated rack.
 
-The store's protocol: a JSON header line per request ({"op": "set"|"get"|"check", "key", "size"}),
-then `size` raw bytes for a set; the answer is a JSON line, then the value's bytes for a get.
-Nothing is unpickled: a value is bytes.
+The store's protocol: a JSON header line per request ({"op": "set"|"get"|"get_all"|"check", "key",
+"size", "wait_s"}), then `size` raw bytes for a set; the answer is a JSON line, then the value's
+bytes for a get. A get waits in the store up to `wait_s` for its keys, as TCPStore's wait does:
+72 ranks polling for the slowest one would spend the machine's CPU on asking. Nothing is
+unpickled: a value is bytes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-_POLL_S = 0.002
+# The longest one request waits in the store: a rank asks again after it, and sees its own deadline.
+_WAIT_S = 2.0
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -33,33 +36,39 @@ class _Handler(socketserver.StreamRequestHandler):
             if not line:
                 return
             request = json.loads(line)
-            store = self.server.values
+            store, changed = self.server.values, self.server.changed
             if request["op"] == "set":
                 data = self.rfile.read(int(request["size"]))
-                with self.server.lock:
+                with changed:
                     store[request["key"]] = data
+                    changed.notify_all()
                 self._answer({"ok": True})
             elif request["op"] == "check":
-                with self.server.lock:
+                with changed:
                     present = all(key in store for key in request["keys"])
                 self._answer({"ok": present})
             elif request["op"] == "get_all":  # every key's value, or none until all are there
-                with self.server.lock:
-                    values = [store.get(key) for key in request["keys"]]
+                values = self._wait_for(request["keys"], float(request.get("wait_s", 0.0)))
                 if any(v is None for v in values):
                     self._answer({"ok": False})
                 else:
                     self._answer({"ok": True, "sizes": [len(v) for v in values if v is not None]})
                     self.wfile.write(b"".join(v for v in values if v is not None))
             else:  # get
-                with self.server.lock:
-                    value = store.get(request["key"])
+                [value] = self._wait_for([request["key"]], float(request.get("wait_s", 0.0)))
                 if value is None:
                     self._answer({"ok": False})
                 else:
                     self._answer({"ok": True, "size": len(value)})
                     self.wfile.write(value)
             self.wfile.flush()
+
+    def _wait_for(self, keys: list[str], wait_s: float) -> list[bytes | None]:
+        """The keys' values once all are set, or as they stand after `wait_s` (None: not set)."""
+        store, changed = self.server.values, self.server.changed
+        with changed:
+            changed.wait_for(lambda: all(key in store for key in keys), timeout=max(0.0, min(wait_s, _WAIT_S)))
+            return [store.get(key) for key in keys]
 
     def _answer(self, answer: dict[str, Any]) -> None:
         self.wfile.write(json.dumps(answer).encode() + b"\n")
@@ -72,7 +81,7 @@ class _StoreServer(socketserver.ThreadingTCPServer):
     def __init__(self, address: tuple[str, int]) -> None:
         super().__init__(address, _Handler)
         self.values: dict[str, bytes] = {}
-        self.lock = threading.Lock()
+        self.changed = threading.Condition()  # notified at every set: a waiting get looks again
 
 
 class KeyStore:
@@ -86,7 +95,8 @@ class KeyStore:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                self.socket = socket.create_connection((host, port), timeout=max(1.0, timeout_s))
+                # Longer than any wait the store makes before it answers.
+                self.socket = socket.create_connection((host, port), timeout=max(1.0, timeout_s) + _WAIT_S)
                 break
             except OSError as error:
                 if time.monotonic() > deadline:
@@ -114,23 +124,22 @@ class KeyStore:
     def wait_get(self, key: str, timeout_s: float) -> bytes:
         deadline = time.monotonic() + timeout_s
         while True:
-            answer = self._ask({"op": "get", "key": key})
+            answer = self._ask({"op": "get", "key": key, "wait_s": min(_WAIT_S, max(0.0, deadline - time.monotonic()))})
             if answer["ok"]:
                 return bytes(self.file.read(int(answer["size"])))
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {key}")
-            time.sleep(_POLL_S)
 
     def wait_get_all(self, keys: list[str], timeout_s: float) -> list[bytes]:
         """Every key's value, in one answer once all are there (one round trip, not one a key)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            answer = self._ask({"op": "get_all", "keys": keys})
+            answer = self._ask({"op": "get_all", "keys": keys,
+                                "wait_s": min(_WAIT_S, max(0.0, deadline - time.monotonic()))})
             if answer["ok"]:
                 return [bytes(self.file.read(int(size))) for size in answer["sizes"]]
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {len(keys)} rank(s)")
-            time.sleep(_POLL_S)
 
     def close(self) -> None:
         try:

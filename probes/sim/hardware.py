@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -486,6 +486,33 @@ class SimTray:
         self.gpus = [SimGpu(rack, self, gpu) for gpu in spec.gpus]
 
 
+class _Trays(Mapping[str, SimTray]):
+    """The rack's trays by name, each built the first time it is asked for: a tray's probe builds
+    its own GPUs and their links (4 and 72 on a GB200 tray), not the rack's 72 and 1,296."""
+
+    def __init__(self, rack: SimRack, specs: Iterable[TraySpec]) -> None:
+        self._rack = rack
+        self._specs = {spec.name: spec for spec in specs}
+        self._built: dict[str, SimTray] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> SimTray:
+        with self._lock:
+            tray = self._built.get(name)
+            if tray is None:
+                tray = self._built[name] = SimTray(self._rack, self._specs[name])  # KeyError as a dict's
+            return tray
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
 class SimRack:
     """A simulated rack built from a RackSpec. `t(now)` turns clock time into sim time."""
 
@@ -497,7 +524,7 @@ class SimRack:
         self.sku = SIM_SKUS[spec.sku]
         self.clock = clock or WallClock()
         self.epoch = spec.epoch if spec.epoch is not None else self.clock.now()
-        self.trays = {tray.name: SimTray(self, tray) for tray in spec.trays}
+        self.trays = _Trays(self, spec.trays)
 
     def now(self) -> float:
         """Seconds since the simulator's epoch."""
