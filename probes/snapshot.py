@@ -1,7 +1,9 @@
 """The tray's link-health snapshot: NVLink counters read twice a window apart, deltas only,
 and the XIDs each GPU logged in between (the tray's part of the link-health snapshot); and what
-each GPU and link arrived with, as DCGM's health watch judges it (its failed checks). A switch
-tray's snapshot is its ports, the far ends of the same links ("side": "switch").
+each GPU and link arrived with, as DCGM's health watch judges it (its failed checks); on an HGX
+host, the fatal NVSwitch SXids logged since the driver loaded (the tray's failed checks, which
+the localizer gives the baseboard's repair, as the burn-in does). A switch tray's snapshot is its
+ports, the far ends of the same links ("side": "switch").
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from probes.link_rules import gpu_link, is_link_symptom, link_rule_checks
 from probes.sku_references import References, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.kernel_history import KernelHistory, recorded_by_gpu
+from probes.nvswitch_sxids import recorded_sxids
+from probes.nvswitch_sxids import tray_checks as sxid_checks
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.switch_reader import snapshot_port, switch_window
 
@@ -48,7 +52,8 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
     events = watcher.stop()
     refs = load_references(next((r.name for r in before if r.name), None),
                            device_id=next((r.pci_device_id for r in before if r.pci_device_id), None))
-    recorded, unread = recorded_by_gpu(kernel_history(opened), before) if kernel_history else (None, None)
+    history = kernel_history(opened) if kernel_history else None
+    recorded, unread = recorded_by_gpu(history, before) if history else (None, None)
     links: list[dict[str, Any]] = []
     gpus: list[dict[str, Any]] = []
     # The window as it was, not as asked: on a loaded tray the reads and the wait run long, and
@@ -75,8 +80,16 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
     errors = [entry["error"] for entry in watcher.errors]
     if unread:
         errors.append(f"kernel log not read ({unread}): the XIDs logged before the window are unknown")
-    return {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": round(window, 3), "links": links, "gpus": gpus,
-            "errors": errors}
+    document: dict[str, Any] = {"format": FORMAT, "kind": "snapshot", "tray": tray, "window_seconds": round(window, 3), "links": links,
+                "gpus": gpus, "errors": errors}
+    nvswitch = recorded_sxids(history, refs) if history else None
+    if nvswitch is not None:
+        document["nvswitch"] = nvswitch
+        failed = [failed_check({**c, "reason": f"{c['component']}: {c['reason']}"})
+                  for c in sxid_checks(document, refs) if c["verdict"] == "fail" and c["component"] != "tray"]
+        if failed:
+            document["failed_checks"] = failed
+    return document
 
 
 def hung_check(reading: GpuReading, deadline_s: float) -> dict[str, Any]:

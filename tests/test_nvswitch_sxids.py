@@ -96,3 +96,22 @@ def test_health_fails_an_hgx_host_whose_switch_logged_a_fatal_sxid(opsctl, tmp_p
     result = opsctl("--inventory", inventory, "health", "lab1/node")
     assert result.code == 1, result.out + result.err
     assert "nvswitch.sxid.recorded" in result.out and "nvs3" in result.out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fatal", [True, False])
+def test_triage_charges_a_fatal_sxid_to_the_baseboard_and_passes_a_non_fatal_one(opsctl, tmp_path, fatal):
+    # Triage's snapshot reads the host's kernel log as the burn-in does: a fatal SXid logged
+    # before the window is the baseboard's (its switch chip is on it), a non-fatal one is not a fault.
+    inventory = sim_inventory(tmp_path, f"faults:\n  - {{kind: sxid, part: nvs2, sxid: 20034, fatal: {str(fatal).lower()}}}\n")
+    result = opsctl("--inventory", inventory, "triage", "lab1", "--window", "1", "--json", "--no-ledger")
+    assert result.code == (1 if fatal else 0), result.out + result.err
+    triage = result.json()
+    if not fatal:
+        assert triage["status"] == "healthy" and not triage["suspects"]
+        return
+    (suspect,) = triage["suspects"]
+    assert suspect["component"] == "lab1/baseboard" and suspect["repair"] == "replace_baseboard"
+    (evidence,) = suspect["evidence"]
+    assert evidence.startswith("failed nvswitch.sxid.recorded: nvs2: ") and "20034" in evidence and "1 fatal" in evidence
+    assert "MonitorNvSwitchErrorCounts" in suspect["judgement"]["source"]

@@ -63,6 +63,14 @@ JUDGED_TRAY = {
     "source": "probes/references/rules.yaml, as each failed check names (collective_trays: the NVLink domain's bisection)",
 }
 
+# An HGX server's own failed checks are its baseboard's (tray_part): its NVSwitch chips' SXids.
+JUDGED_BASEBOARD = {
+    "judged": "the server failed a check of its own (failed_checks in its evidence): its NVSwitch chips, whose "
+              "SXids it logged, are on the GPU baseboard",
+    "threshold": None,
+    "source": "each failed check's own source (an NVSwitch SXid: DCGM's health watch, MonitorNvSwitchErrorCounts)",
+}
+
 
 def read_measured(snapshot: Snapshot, source: str, index: PartIndex) -> tuple[dict[int, list[dict[str, Any]]],
                                                                          dict[str, list[dict[str, Any]]]]:

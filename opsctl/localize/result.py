@@ -10,7 +10,7 @@ import numpy as np
 
 from opsctl.localize.evidence import COUNTERS, NVLINK_XIDS, SOURCE, XID_SOURCE, gpu_xid
 from opsctl.localize.gpu_faults import worst_fault
-from opsctl.localize.measured import JUDGED_TRAY, TRAY_KINDS, judged_trays
+from opsctl.localize.measured import JUDGED_BASEBOARD, JUDGED_TRAY, TRAY_KINDS, judged_trays, tray_part
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
 from opsctl.localize.search import DECIDE
 from opsctl.runbooks import runbook_for
@@ -85,7 +85,9 @@ class RackResult:
         gpu = index.gpu_index.get(part_id) if kind == "gpu" else None
         xids = self.details.gpu_xid_codes.get(gpu, []) if gpu is not None else []
         lost = gpu in self.details.lost if gpu is not None else False
-        failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else self.details.tray_checks.get(part_id, [])
+        # A tray's own failed checks are the part that holds them: the tray, or an HGX server's baseboard.
+        failed = self.details.gpu_checks.get(gpu, []) if gpu is not None else \
+            [c for tray, checks in self.details.tray_checks.items() if tray_part(index, tray) == slot_part for c in checks]
         tray_fault = worst_fault(failed) if kind != "gpu" else None  # a tray's own failed check may name its repair
         context = gpu_repair_context(xids, lost, failed) if kind == "gpu" else tray_fault.context if tray_fault else None
         # A GPU named on its NVLink XIDs alone, no link of its own failing: the NVLink workflow's
@@ -134,7 +136,8 @@ class RackResult:
             telling = sorted({c for c in xids if c in NVLINK_XIDS})
         entry["runbook"] = (runbook_for(kind=fault.kind) if fault and not telling else None) or runbook_for(kind=kind, xids=telling)
         entry["evidence"] = self.describe(bad, xids, lost, gpu, failed)
-        judgement = (JUDGED_TRAY if kind in TRAY_KINDS else JUDGED) if judged else JUDGEMENT
+        judgement = (JUDGED_TRAY if kind in TRAY_KINDS else JUDGED_BASEBOARD if kind == "baseboard" else JUDGED) \
+            if judged else JUDGEMENT
         entry["judgement"] = {**judgement, "value": entry["score"]}
         return entry
 

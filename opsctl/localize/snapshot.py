@@ -315,7 +315,9 @@ def assemble_snapshot(rack: str, model: RackModel, window_s: float, tray_documen
         document = tray_documents.get(tray)
         if document is None:
             continue
-        trays.append({"tray": tray, "status": document.get("status", "complete"), "error": None})
+        trays.append({"tray": tray, "status": document.get("status", "complete"), "error": None,
+                      # what the tray failed on its own (an HGX host's fatal NVSwitch SXids)
+                      **({"failed_checks": document["failed_checks"]} if document.get("failed_checks") else {})})
         tray_id = model.tray_id(rack, tray)
         for link in document.get("links", []):
             links.append(_rack_link(link, rack, tray_id))
