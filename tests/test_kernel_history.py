@@ -74,3 +74,32 @@ def test_an_nvlink_xid_from_before_the_window_is_not_link_evidence_for_the_local
 
     # 74 and 149 (NVLink) stay the GPU's xid.recorded checks; 79 and 140 are the GPU's own evidence.
     assert recorded_gpu_xids([149, 79, 74, 140]) == [79, 140]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reload_s, held", [(None, True), (-30, False), (-90, True)])
+def test_a_driver_reload_after_the_xid_clears_it_and_one_before_does_not(opsctl, tmp_path, reload_s, held):
+    # XID 79 at -60 s; the host's driver loaded again at -30 s (a reboot) clears it; at -90 s it
+    # came before the XID, which still stands. The simulator writes the driver's load line.
+    reload = "" if reload_s is None else f"  - {{kind: driver_reload, tray: node, at_s: {reload_s}}}\n"
+    inventory = sim_inventory(tmp_path, f"faults:\n  - {{kind: xid, gpu: gpu5, xid: 79, at_s: -60}}\n{reload}"
+                                        "  - {kind: sxid, part: nvs1, sxid: 20034, fatal: true, at_s: -60}\n")
+    result = opsctl("--inventory", inventory, "health", "lab1/node", "--json")
+    assert result.code == (1 if held else 0), result.out + result.err
+    failed = {(c["component"], c["check"]) for c in result.json()["failing"] if c["verdict"] == "fail"}
+    assert failed == ({("gpu5", "xid.recorded"), ("nvs1", "nvswitch.sxid.recorded")} if held else set()), failed
+
+
+def test_the_simulators_kernel_history_is_in_time_order_with_the_drivers_load_line(hgx_topology):
+    from opsctl.simulation import compile_rack_spec
+    from opsctl.simulation.scenario import scenario_from_text
+    from probes.sim import SimRack
+
+    spec = compile_rack_spec(scenario_from_text(
+        "faults:\n  - {kind: xid, gpu: gpu1, xid: 79, at_s: -60}\n  - {kind: driver_reload, tray: node, at_s: -30}\n"
+        "  - {kind: xid, gpu: gpu0, xid: 140, at_s: -10}\n"), hgx_topology)
+    rack = SimRack(spec)
+    lines, why = rack.kernel_history("node", rack.clock.now())
+    assert why is None and [line.split(":", 1)[0] for line in lines] == ["NVRM", "NVRM", "NVRM"]
+    assert ": 79," in lines[0] and LOAD.split("  ")[0] in lines[1] and ": 140," in lines[2]
+    assert since_driver_load(lines) == [lines[2]]

@@ -363,6 +363,15 @@ class _Builder:
             Effect("sxid", {key: value for key, value in params.items() if value is not None or key == "fatal"},
                    source=fault.label))
 
+    def driver_reload(self, fault: Fault) -> None:
+        """The driver's load line in a compute tray's host kernel log at at_s (probes.kernel_history
+        keeps only what came after the last one)."""
+        tray = fault.target.split("/")[-1]
+        if tray not in self.model.compute_tray_names():
+            self._fail(fault, f"unknown compute tray {fault.target!r}")
+        self.host_effects.setdefault(tray, []).append(Effect("driver_reload", {"at_s": fault.params["at_s"]},
+                                                             source=fault.label))
+
     def bad_pins(self, fault: Fault) -> None:
         p = fault.params
         part = self.part(fault)
@@ -414,6 +423,7 @@ FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
     "nccl_fallback": _Builder.nccl_fallback,
     "switch_chip_degraded": _Builder.switch_chip_degraded,
     "sxid": _Builder.sxid,
+    "driver_reload": _Builder.driver_reload,
     "hbm_bad_cells": _Builder.hbm_bad_cells,
     "firmware_mismatch": _Builder.firmware_mismatch,
     "ecc_disabled": _Builder.ecc_disabled,

@@ -59,6 +59,7 @@ FAULT_KINDS: dict[str, str | None] = {
     "nccl_fallback": None,
     "switch_chip_degraded": "part",
     "sxid": "part",
+    "driver_reload": "tray",
     # Tray depth.
     "hbm_bad_cells": "gpu",
     "firmware_mismatch": "tray",

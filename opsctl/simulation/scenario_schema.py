@@ -27,6 +27,10 @@ MAX_XID_COUNT = 10_000  # repeats of one xid fault
 
 Rate = Annotated[float, msgspec.Meta(ge=0, le=FINITE, description="events per second, finite and ≥ 0")]
 Time = Annotated[float, msgspec.Meta(ge=0, le=FINITE, description="seconds since the simulator starts")]
+# When a line reached the kernel log: before the simulator started (negative) is what the host
+# logged before anything looked, the state a tray arrives in.
+Logged = Annotated[float, msgspec.Meta(ge=-FINITE, le=FINITE,
+                                       description="seconds since the simulator starts; negative: logged before it")]
 Ber = Annotated[Fraction, msgspec.Meta(description="bit error rate, 0 to 1")]
 Factor = Annotated[float, msgspec.Meta(gt=0, le=1, description="a fraction of the healthy figure, above 0 and at most 1")]
 Whole = Annotated[int, msgspec.Meta(ge=0, le=MAX_WHOLE, description="a whole number, 0 to 2^32 - 1")]
@@ -151,8 +155,17 @@ class Sxid(_Fault, tag="sxid", kw_only=True):
     sxid: Annotated[Whole, msgspec.Meta(description="the SXid code: 20034")]
     fatal: Annotated[bool, msgspec.Meta(description="the line says Fatal (true) or Non-fatal (false); "
                                                     "left out: it says neither")] | UnsetType = UNSET
-    at_s: Time | UnsetType = UNSET
+    at_s: Logged | UnsetType = UNSET
     text: Annotated[Text, msgspec.Meta(description="what the line says after the severity")] | UnsetType = UNSET
+
+
+class DriverReload(_OnTray, tag="driver_reload", kw_only=True):
+    """The NVIDIA driver loaded again on a compute tray's host at at_s (a reboot, or the kernel
+    module reloaded): its kernel log gets the driver's load line there, and what the tray's GPUs
+    and switch chips logged before it is of an earlier life, not held against them. Before the
+    probe starts: a negative at_s, after the XIDs it clears."""
+
+    at_s: Logged
 
 
 class SlowGpu(_TimedGpu, tag="slow_gpu", kw_only=True):
@@ -197,7 +210,7 @@ class Xid(_OnGpu, tag="xid", kw_only=True):
     """An XID the GPU logs, once or repeated."""
 
     xid: Annotated[Whole, msgspec.Meta(description="the XID code")]
-    at_s: Time | UnsetType = UNSET
+    at_s: Logged | UnsetType = UNSET
     repeat_s: Repeat | UnsetType = UNSET
     count: Annotated[int, msgspec.Meta(ge=0, le=MAX_XID_COUNT, description="how many times (at most 10,000)")] | UnsetType = UNSET
     recovery_action: RecoveryAction | UnsetType = UNSET
@@ -351,7 +364,7 @@ FaultSpec = Union[
     ThermalThrottle, PowerBrake, Ecc, RowRemap, Xid, Sdc, GpuLost, GpuHang, NotSupported, FabricDegraded,
     TrayUnreachable, ImexMissing, FabricClique, NcclFallback, SwitchChipDegraded, Sxid, HbmBadCells,
     FirmwareMismatch, EccDisabled, PcieDegraded, DeterministicSdc, C2cLinkDown, LinkTotals, VolatileDbe,
-    MemoryUnrepairable, InforomInvalid, PowerUnreadable,
+    MemoryUnrepairable, InforomInvalid, PowerUnreadable, DriverReload,
 ]
 # kind -> its Struct (tests check these are the kinds of scenario.py FAULT_KINDS)
 FAULT_STRUCTS: dict[str, type[_Fault]] = {str(cls.__struct_config__.tag): cls for cls in get_args(FaultSpec)}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from probes.kernel_history import DRIVER_LOADED
 from probes.sim import profiles
 from probes.sim.clock import Clock, WallClock
 from probes.sim.sku_models import SIM_SKUS
@@ -399,6 +400,10 @@ class SimGpu:
         """The NVRM Xid lines this GPU's kernel log gets in (after, until]: one per XID an `xid`
         effect logs, with its registers (intr_info, error_status) where it has them, in the form
         of NVIDIA's catalog."""
+        return [line for _, line in self.timed_kernel_log(after, until)]
+
+    def timed_kernel_log(self, after: float, until: float) -> list[tuple[float, str]]:
+        """kernel_log's lines with the sim time each was logged, in order."""
         lines: list[tuple[float, str]] = []
         domain, bus, rest = self.spec.pci_bus_id.split(":")
         pci = f"{int(domain, 16):04x}:{bus}:{rest.split('.')[0]}"
@@ -413,7 +418,7 @@ class SimGpu:
             else:
                 text = f"NVRM: Xid (PCI:{pci}): {code}, pid='<unknown>', name=<unknown>, simulated XID {code}"
             lines += [(at, text) for at in _occurrences(effect, after, until)]
-        return [line for _, line in sorted(lines)]
+        return sorted(lines)
 
     def recovery_action(self, t: float) -> str:
         """What the driver asks for now (NVML's GPU recovery action): set by the latest XID
@@ -551,14 +556,23 @@ class SimRack:
         `xid` effect at a negative at_s) to clock time `until` (probes.kernel_history's answer):
         its GPUs' Xid lines, then its host's NVSwitch SXid lines (an HGX baseboard's `sxid` faults)."""
         sim_tray = self.trays[tray]
-        return [line for gpu in sim_tray.gpus for line in gpu.kernel_log(-math.inf, until - self.epoch)] + \
-            sxid_lines(sim_tray.spec.effects, until - self.epoch), None
+        t = until - self.epoch
+        timed = [entry for gpu in sim_tray.gpus for entry in gpu.timed_kernel_log(-math.inf, t)] + \
+            sxid_lines(sim_tray.spec.effects, t) + driver_load_lines(sim_tray.spec.effects, t)
+        return [line for _, line in sorted(timed, key=lambda entry: entry[0])], None
 
 
-def sxid_lines(effects: list[Effect], until: float) -> list[str]:
-    """The SXid lines of a host's `sxid` effects logged by sim time `until`, in the form the
-    nvidia-nvswitch driver writes them (probes/nvswitch_sxids.py): "Fatal" or "Non-fatal" after
-    the code, or neither when the fault leaves it unstated."""
+def driver_load_lines(effects: list[Effect], until: float) -> list[tuple[float, str]]:
+    """The driver's load line (probes.kernel_history.DRIVER_LOADED, then its version and build as
+    the driver prints them) at each `driver_reload` of a host by sim time `until`."""
+    return [(float(effect.get("at_s")), f"{DRIVER_LOADED} x86_64 Kernel Module  570.133.20  Release Build  (simulated)")
+            for effect in effects if effect.kind == "driver_reload" and float(effect.get("at_s")) <= until]
+
+
+def sxid_lines(effects: list[Effect], until: float) -> list[tuple[float, str]]:
+    """(sim time, line) of the SXid lines of a host's `sxid` effects logged by sim time `until`, in
+    order, in the form the nvidia-nvswitch driver writes them (probes/nvswitch_sxids.py): "Fatal"
+    or "Non-fatal" after the code, or neither when the fault leaves it unstated."""
     lines: list[tuple[float, str]] = []
     for effect in effects:
         if effect.kind != "sxid" or float(effect.get("at_s", 0.0)) > until:
@@ -568,7 +582,7 @@ def sxid_lines(effects: list[Effect], until: float) -> list[str]:
         lines.append((float(effect.get("at_s", 0.0)),
                       f"nvidia-nvswitch{effect.get('switch')}: SXid (PCI:{effect.get('pci_bus_id')}): "
                       f"{int(effect.get('sxid'))}, {severity}{effect.get('text', 'simulated SXid')}"))
-    return [line for _, line in sorted(lines)]
+    return sorted(lines)
 
 
 def allreduce_busbw_gbps(gpus: list[SimGpu], t: float) -> float:
