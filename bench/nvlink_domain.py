@@ -7,9 +7,12 @@ so the figure is the domain test's own, not the tray probes'.
 
     .venv/bin/opsctl burnin rack07 --out /tmp/rack07-run --no-ledger     # the tray documents
     .venv/bin/python bench/nvlink_domain.py /tmp/rack07-run [--repeat 3]
+
+Prints each run's wall seconds and CPU seconds (this process and the probe processes it waited for).
 """
 
 import argparse
+import resource
 import statistics
 import sys
 import tempfile
@@ -32,17 +35,25 @@ def main():
     rack = load_inventory(None).rack("rack07")
     documents = RunDirectory.open(args.run).tray_documents()
     spec = sim_spec_for(rack, topology_for(rack))
-    walls = []
+    walls, cpus = [], []
     for attempt in range(args.repeat):
         with tempfile.TemporaryDirectory() as workdir:
-            started = time.monotonic()
+            started, cpu = time.monotonic(), cpu_seconds()
             document = run_domain_test(rack, workdir, documents, spec)
             walls.append(time.monotonic() - started)
+            cpus.append(cpu_seconds() - cpu)
         slowest = max((r["seconds"] for r in document["collective"].values()), default=0.0)
-        print(f"run {attempt + 1}: {walls[-1]:.1f} s wall (the slowest tray's collective {slowest:.1f} s); "
+        print(f"run {attempt + 1}: {walls[-1]:.1f} s wall, {cpus[-1]:.1f} CPU-s (this process and the probes it waited "
+              f"for; the slowest tray's collective {slowest:.1f} s); "
               f"ran={document['ran']}, trays complete="
               f"{sum(r['status'] == 'complete' for r in document['collective'].values())}/{len(document['trays'])}")
-    print(f"median {statistics.median(walls):.1f} s over {len(walls)} run(s)")
+    print(f"median {statistics.median(walls):.1f} s wall, {statistics.median(cpus):.1f} CPU-s over {len(walls)} run(s)")
+
+
+def cpu_seconds():
+    """User + system CPU of this process and of its children that ended (the tray probes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 if __name__ == "__main__":
