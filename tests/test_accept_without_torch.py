@@ -8,6 +8,8 @@ importer's pid to a file and raises ImportError: the file staying absent proves 
 import os
 import sys
 
+import pytest
+
 
 def torch_blocked_env(tmp_path):
     shadow = tmp_path / "no-torch" / "torch"
@@ -33,6 +35,7 @@ def test_the_blocked_torch_really_is_unimportable(tmp_path):
     assert proc.returncode != 0 and "unimportable" in proc.stderr and mark.exists()
 
 
+@pytest.mark.slow
 def test_a_healthy_hgx_is_accepted_with_its_collective_and_no_torch(opsctl_process, tmp_path):
     env, mark = torch_blocked_env(tmp_path)
     result = opsctl_process("accept", "hgx01", "--duration", "2", "--json", "--no-ledger", "--out", tmp_path / "run", env=env)
@@ -47,6 +50,7 @@ def test_a_healthy_hgx_is_accepted_with_its_collective_and_no_torch(opsctl_proce
     assert not mark.exists(), f"torch was imported by pid(s) {mark.read_text().split()}"
 
 
+@pytest.mark.slow
 def test_a_healthy_gb200_rack_is_accepted_with_its_72_gpu_collective_and_no_torch(opsctl_process, tmp_path):
     """Its own acceptance (about a minute): the shared rack07 run has faults, and what is proved
     here is that a fault-free NVL72 passes — every GPU in one job — with torch unimportable."""

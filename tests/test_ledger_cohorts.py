@@ -95,6 +95,7 @@ def test_two_cohorts_use_the_conditional_binomial_test():
     assert holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06})
 
 
+@pytest.mark.slow  # fits over many generated fleets: seconds
 def test_the_weibull_shape_is_recovered_and_its_interval_covers():
     """Fleets of 200 racks whose first failure comes at Weibull ages of shape 0.6 (infant mortality)
     or 1.8 (wear-out), later racks censored sooner: the fitted shape is within four standard errors

@@ -52,6 +52,7 @@ def test_the_seeded_rack_names_its_three_link_faults(seeded):
     assert seeded["status"] == "faulty" and not seeded["healthy"]
 
 
+@pytest.mark.slow
 def test_the_flapping_links_xid_points_at_its_link_not_its_gpu(seeded):
     # The flap makes its own GPU log XID 149 (and nothing else logs one: NVIDIA documents no echo).
     assert seeded["xids"]["nvlink_xid_gpus"] == ["rack07/ct07/gpu0"]
@@ -79,6 +80,7 @@ def test_every_suspect_says_what_to_do_and_why(seeded):
 
 # Links differ (the simulator spreads each link's noise lognormally, σ 0.6): at 10/s the noisiest of
 # 1,296 links stays below DCGM's 100/s.
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["{crc_per_s: 0.002}", "{crc_per_s: 10.0, ber: 1.0e-13}"])
 def test_a_healthy_rack_has_no_suspects_even_with_in_spec_noise(rack07_topology, noise):
     snap = snapshot_of(f"seed: 1\nnoise: {noise}\n", rack07_topology)
@@ -139,6 +141,7 @@ def test_a_lost_gpu_is_rebooted_as_its_xid_79_says(rack07_topology):
     assert any("did not answer" in line for line in gpu["evidence"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault, action, runbook", [
     ("{kind: xid, gpu: ct11/gpu1, xid: 119, at_s: 4}", "reset_gpu", "runbooks/xid-gsp.md"),
     # XID 64, row remap failure: the catalog's immediate bucket is RESET_GPU (then CONTACT_SUPPORT).

@@ -10,13 +10,14 @@ from probes import gemm, membw
 from probes.compute.sim_device import SimDevice
 from probes.sim import SimComputeDevice
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
-
-from probes.compute.torch_device import TorchDevice  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cpu():
+    """A CPU TorchDevice; torch imported here, not at collection (seconds on every worker)."""
+    pytest.importorskip("torch", reason="PyTorch is not installed (scripts/test installs the CPU wheel)")
+    from probes.compute.torch_device import TorchDevice
+
     return TorchDevice("cpu")
 
 
@@ -55,7 +56,7 @@ def test_torch_comparison_counts_every_wrong_element_on_the_device(cpu):
 def test_torch_copies_are_timed(cpu):
     result = membw.measure(cpu, 0.3, 2**20, 0.1, threading.Event())
     assert result["gbps"] > 0 and result["bytes"] >= 2 * 2**20 and result["counting"] == "bytes read + written"
-    peer = TorchDevice("cpu")
+    peer = type(cpu)("cpu")
     assert cpu.peer_copy(peer, 2**20, 2) > 0
 
 

@@ -59,6 +59,7 @@ def test_the_xid_check_the_runbook_and_the_alert_name_the_same_first_step(code):
     assert alert is not None and step in alert["annotations"]["description"].lower()
 
 
+@pytest.mark.slow  # a simulated rack's snapshot per code
 @pytest.mark.parametrize("code", sorted(FIRST_STEPS))
 def test_a_lone_xid_is_repaired_by_its_first_step_not_a_replacement(code, rack07_topology, hgx_topology):
     _, repair, idled_gb200, idled_hgx = FIRST_STEPS[code]

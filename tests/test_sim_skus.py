@@ -11,10 +11,12 @@ import pytest
 import yaml
 
 from opsctl.rack_models import MODELS
+from probes.shipped_yaml import load_shipped_yaml
 from probes.sim.sku_models import SIM_SKUS
 
 REFERENCES = Path(__file__).resolve().parent.parent / "probes" / "references"
-SKUS = sorted(path.stem for path in REFERENCES.glob("*.yaml") if "sku" in yaml.safe_load(path.read_text()))
+# At collection, on every worker: libyaml's loader (probes.shipped_yaml), not the pure-Python one.
+SKUS = sorted(path.stem for path in REFERENCES.glob("*.yaml") if "sku" in load_shipped_yaml(path))
 
 
 def test_every_model_with_a_reference_file_or_a_rack_is_simulated() -> None:
