@@ -10,6 +10,8 @@ carries less than it trained at, falls under it. On GB200 the C2C figures are sh
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from probes.compute import ComputeDevice
@@ -25,13 +27,20 @@ PCIE_LANE_GBPS = {1: 2.5 * 8 / 10 / 8, 2: 5.0 * 8 / 10 / 8, 3: 8.0 * 128 / 130 /
 DIRECTIONS = {"h2d": True, "d2h": False}  # name: to the device
 
 
-def measure(device: ComputeDevice, nbytes: int = COPY_BYTES, iterations: int = ITERATIONS) -> dict[str, Any]:
+def measure(device: ComputeDevice, nbytes: int = COPY_BYTES, iterations: int = ITERATIONS,
+            while_copying: Callable[[], None] | None = None) -> dict[str, Any]:
     """The `host_copy` section of a GPU entry (docs/probe-output.md): GB/s each way, one copy
-    way at a time, after one untimed copy that allocates and pins the buffers."""
+    way at a time, after one untimed copy that allocates and pins the buffers. `while_copying`
+    runs beside the timed host-to-device copies (the host link's reading, probes/tray_depth.py)."""
     result: dict[str, Any] = {"buffer_bytes": nbytes, "iterations": iterations, "pinned": True}
     for name, to_device in DIRECTIONS.items():
         device.host_copy(to_device, nbytes, 1)
+        beside = threading.Thread(target=while_copying, daemon=True) if while_copying and to_device else None
+        if beside is not None:
+            beside.start()
         seconds = device.host_copy(to_device, nbytes, iterations)
+        if beside is not None:
+            beside.join()  # bounded: the reading runs under the NVML deadline (probes/gpu_deadline.py)
         result[f"{name}_gbps"] = round(nbytes * iterations / seconds / 1e9, 3) if seconds > 0 else None
     device.release()
     return result

@@ -1,5 +1,8 @@
 """The GPU's link to its host CPU: on HGX the PCIe link's generation and width against the
-most the GPU supports, its replay counter and its AER error counters over the run. A GB200 GPU
+most the GPU supports, its replay counter and its AER error counters over the run. The generation
+and width are judged from a reading taken while the pinned host copies run (probes/host_copy.py)
+and only at performance state P0, as DCGM's pcie plugin does: a GPU out of P0 may run its link
+slower to save power, which is no fault. A GB200 GPU
 reaches its Grace CPU over NVLink-C2C, which NVML does not report as a PCIe link; there the
 PCIe calls answer NOT_SUPPORTED and only what is read is judged (the SKU's reference file says
 `host_link: pcie` where a PCIe link must be read).
@@ -15,7 +18,8 @@ from probes.sku_references import References
 
 CALLS = {"generation": "nvmlDeviceGetCurrPcieLinkGeneration", "max_generation": "nvmlDeviceGetGpuMaxPcieLinkGeneration",
          "width": "nvmlDeviceGetCurrPcieLinkWidth", "max_width": "nvmlDeviceGetMaxPcieLinkWidth",
-         "replays": "nvmlDeviceGetPcieReplayCounter"}
+         "replays": "nvmlDeviceGetPcieReplayCounter", "pstate": "nvmlDeviceGetPerformanceState"}
+P0 = 0  # NVML_PSTATE_0: the performance state at which DCGM checks a PCIe link
 # The GPU's PCIe Advanced Error Reporting counters, by the PCIe error classes (nvml.h field ids,
 # named in nvidia-ml-py 13.580.65, the floor): one batched nvmlDeviceGetFieldValues call.
 AER_FIELDS = {"correctable": "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS",
@@ -58,11 +62,14 @@ def _read_aer(nvml: Any, handle: Any, unread: dict[str, str]) -> dict[str, int |
     return found
 
 
-def window(before: Link, after: Link) -> Link:
-    """The `host_link` section of a GPU entry: the link as it ends the run, and the replays and
-    AER errors of the run."""
-    link = {key: after.get(key) for key in ("generation", "max_generation", "width", "max_width")}
-    link["unread"] = {**before.get("unread", {}), **after.get("unread", {})}
+def window(before: Link, after: Link, under_copies: Link | None = None) -> Link:
+    """The `host_link` section of a GPU entry: the link as read while the host copies ran (else as
+    the run ends, `read` says which) with the performance state then, and the replays and AER
+    errors of the run."""
+    judged = under_copies if under_copies is not None else after
+    link = {key: judged.get(key) for key in ("generation", "max_generation", "width", "max_width", "pstate")}
+    link["read"] = "during the host copies" if under_copies is not None else "at the end of the run"
+    link["unread"] = {**before.get("unread", {}), **after.get("unread", {}), **judged.get("unread", {})}
     seconds = max(0.0, after["time"] - before["time"])
     if before.get("replays") is not None and after.get("replays") is not None:
         link["replays"] = after["replays"] - before["replays"]
@@ -85,7 +92,9 @@ def gpu_checks(gpu: dict[str, Any], refs: References, context: GpuContext) -> li
 def checks(component: str, link: Link, rules: dict[str, Any], required: bool = False) -> list[Check]:
     rule = rules["host_link"]
     found: list[Check] = []
-    for what, best in (("generation", "max_generation"), ("width", "max_width")):
+    # DCGM checks the link only at P0; a state NVML did not give is judged (as before it was read).
+    at_p0 = link.get("pstate") in (None, P0)
+    for what, best in (("generation", "max_generation"), ("width", "max_width")) if at_p0 else ():
         source = rule[f"pcie_{what}"]["source"]
         if link.get(what) is None or link.get(best) is None:
             if required:
@@ -93,9 +102,11 @@ def checks(component: str, link: Link, rules: dict[str, Any], required: bool = F
                                    rule["pcie_required_source"], f"PCIe link {what} not read ({link['unread'].get(what) or link['unread'].get(best)})"))
             continue
         unit = "generation" if what == "generation" else "lanes"
-        found.append(compare(f"host_link.pcie_{what}", component, link[what], "<", link[best], unit, source,
+        when = f", read {link['read']} at P0" if link.get("pstate") == P0 and link.get("read") else ""
+        found.append(compare(f"host_link.pcie_{what}", component, link[what], "<", link[best], unit,
+                             f"{source}; {rule['pcie_p0_source']}",
                              f"PCIe link {'Gen' if what == 'generation' else 'x'}{link[what]}, the GPU's best "
-                             f"{'Gen' if what == 'generation' else 'x'}{link[best]}"))
+                             f"{'Gen' if what == 'generation' else 'x'}{link[best]}{when}"))
     if link.get("replays") is not None and link.get("window_s"):
         per_minute = link["replays"] / link["window_s"] * 60.0
         limit = rule["replay_per_minute"]

@@ -126,6 +126,7 @@ class TrayRun:
         self.options = options or RunOptions()
         self.plan = plan(self.options.probes, self.options.duration_s)
         self.hung = False  # a probe thread never came back: the caller must not wait for it
+        self._depth: DepthReading | None = None  # the run's tray-depth readings, once it has begun
 
     def limit(self, seconds: float) -> float:
         return self.options.timeout_s if self.options.timeout_s is not None else 2 * seconds + 60
@@ -181,6 +182,7 @@ class TrayRun:
                 document["nvswitch"] = nvswitch
         depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes,
                              reader.workers)
+        self._depth = depth  # the host copies read each GPU's host link as they run
         self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
         depth.finish(gpus)
@@ -334,7 +336,8 @@ class TrayRun:
 
         def copies(index: int, device: ComputeDevice, progress: dict) -> dict:
             result = membw.measure(device, seconds, device.default_copy_bytes, window, stop, progress)
-            host[index] = host_copy.measure(device)
+            depth = self._depth
+            host[index] = host_copy.measure(device, while_copying=(lambda: depth.read_during_copies(index)) if depth else None)
             return result
 
         outcome = run_tasks({i: functools.partial(copies, i, d) for i, d in devices.items()},

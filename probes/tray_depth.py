@@ -22,6 +22,7 @@ class DepthReading:
         self.nvml, self.handles, self.now, self.workers = nvml, handles, now, workers
         self.configs: dict[int, dict[str, Any]] = {}
         self.links: dict[int, host_links.Link] = {}
+        self.under_copies: dict[int, host_links.Link] = {}  # read while the host copies ran (read_during_copies)
         if "configuration" not in probes:
             return
         by_index = {r.index: r for r in readings if handles[r.index] is not None and not (r.lost or r.hung)}
@@ -33,6 +34,18 @@ class DepthReading:
         for index, found in workers.call_each(list(by_index), "configuration reading", read).items():
             if not isinstance(found, GpuHung):  # a hung GPU is named by the readings that follow
                 self.configs[index], self.links[index] = found
+
+    def read_during_copies(self, index: int) -> None:
+        """Read the GPU's host link now, while its pinned host copies run (probes/host_copy.py):
+        the reading its generation and width are judged from, as DCGM's pcie plugin reads them
+        under its copies. A GPU that hangs here is named by the readings that follow."""
+        if index not in self.links:
+            return
+        try:
+            self.under_copies[index] = self.workers.call(index, "host link reading", host_links.read, self.nvml,
+                                                         self.handles[index], self.now)
+        except GpuHung:
+            pass
 
     def finish(self, gpus: list[dict[str, Any]]) -> None:
         """Fill in each GPU entry's `configuration` and `host_link`."""
@@ -46,4 +59,4 @@ class DepthReading:
             gpu["configuration"] = self.configs[index]
             end = ends[index]
             if not isinstance(end, GpuHung):
-                gpu["host_link"] = host_links.window(self.links[index], end)
+                gpu["host_link"] = host_links.window(self.links[index], end, self.under_copies.get(index))

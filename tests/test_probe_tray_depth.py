@@ -246,3 +246,42 @@ def test_the_hbm_test_runs_every_pattern_and_each_finds_stuck_cells_on_its_own(s
     stopped = threading.Event()
     stopped.set()
     assert hbm_test.run(device, stopped, {})["finished"] is False  # a test cut short never says it finished
+
+
+@pytest.mark.parametrize("pstate, judged", [(0, True), (None, True), (2, False), (8, False)])
+def test_the_link_is_judged_at_p0_only_as_dcgms_pcie_plugin_does(pstate, judged):
+    # A Gen4 link on a Gen5 GPU: failed at P0 (and where NVML gives no state), not judged out of
+    # P0, where a GPU may slow its link to save power (DCGM: bg_check_pci_link skips the GPU).
+    found = verdicts(host_links.checks("gpu0", link(generation=4, width=8, pstate=pstate, read="during the host copies"),
+                                       RULES, required=True))
+    expected = {"host_link.pcie_generation": "fail", "host_link.pcie_width": "fail"} if judged else {}
+    assert {k: v for k, v in found.items() if k in ("host_link.pcie_generation", "host_link.pcie_width")} == expected
+    assert found["host_link.pcie_replays"] == "pass"  # the replays are judged whatever the state
+
+
+def test_the_host_copies_read_the_link_as_they_run_and_that_reading_is_judged(sim_rack, hgx_topology):
+    from probes.compute.sim_device import SimDevice
+    from probes.gpu_deadline import GpuWorkers
+    from probes.host_copy import measure
+    from probes.sim import SimComputeDevice, SimNvml
+    from probes.tray_depth import DepthReading
+
+    rack = sim_rack("faults:\n  - {kind: pcie_degraded, gpu: gpu3, gen: 4}\n", topology=hgx_topology)
+    nvml = SimNvml(rack)
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.clock.now)
+    before = reader.read_all(links=False)
+    depth = DepthReading(nvml, reader.handles, before, reader.system(), rack.clock.now, ["configuration"],
+                         GpuWorkers("NVML", 10.0))
+    for index in (2, 3):
+        measure(SimDevice(SimComputeDevice(rack, rack.trays["node"].gpus[index])), 2**20, 2,
+                while_copying=lambda index=index: depth.read_during_copies(index))
+    gpus = [{"index": r.index} for r in before]
+    depth.finish(gpus)
+    assert sorted(depth.under_copies) == [2, 3]
+    assert [gpus[i]["host_link"]["read"] for i in (1, 2, 3)] == ["at the end of the run"] + ["during the host copies"] * 2
+    assert gpus[3]["host_link"]["pstate"] == 0 and gpus[3]["host_link"]["generation"] == 4
+    generation = next(c for c in host_links.checks("gpu3", gpus[3]["host_link"], RULES, required=True)
+                      if c["check"] == "host_link.pcie_generation")
+    assert generation["verdict"] == "fail" and "read during the host copies at P0" in generation["reason"]
+    assert "bg_check_pci_link" in generation["source"]

@@ -93,6 +93,12 @@ class SimNvmlConfiguration:
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
         return self._pcie(handle, "nvmlDeviceGetMaxPcieLinkWidth")[0][1]
 
+    def nvmlDeviceGetPerformanceState(self, handle: Any) -> int:
+        """P0, idle or loaded, as NVIDIA's mock-NVML GB200 profile reports its GPUs
+        (NVIDIA/k8s-test-infra, mock-nvml-config-gb200.yaml: performance_state P0)."""
+        self._gpu(handle, "nvmlDeviceGetPerformanceState")
+        return int(pynvml.NVML_PSTATE_0)
+
     def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
         self._pcie(handle, "nvmlDeviceGetPcieReplayCounter")
         return 0
