@@ -180,12 +180,12 @@ class TrayRun:
             nvswitch = recorded_sxids(history, refs)
             if nvswitch is not None:
                 document["nvswitch"] = nvswitch
-        depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now, options.probes,
-                             reader.workers)
-        self._depth = depth  # the host copies read each GPU's host link as they run
+        # Kept on the run: the host copies read each GPU's host link as they run.
+        self._depth = DepthReading(backend.nvml, reader.handles, before, document["system"], backend.clock.now,
+                                   options.probes, reader.workers)
         self._load(document, gpus, devices, reader)
         after = reader.read_all(identity=False)
-        depth.finish(gpus)
+        self._depth.finish(gpus)
         events = watcher.stop() if watcher else []
         self._decode_nvlink5_xids(document, events, before, started)
         for gpu, first, last in zip(gpus, before, after):

@@ -86,7 +86,7 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
     if nvswitch is not None:
         document["nvswitch"] = nvswitch
         failed = [failed_check({**c, "reason": f"{c['component']}: {c['reason']}"})
-                  for c in sxid_checks(document, refs) if c["verdict"] == "fail" and c["component"] != "tray"]
+                  for c in sxid_checks(document, refs) if c["verdict"] == "fail"]
         if failed:
             document["failed_checks"] = failed
     return document
