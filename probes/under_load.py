@@ -48,14 +48,21 @@ class LoadSampler:
 
 
 def summarize(samples: list[GpuReading]) -> dict[str, Any]:
-    def values(name: str) -> list[Any]:
-        return [getattr(s, name) for s in samples if getattr(s, name) is not None]
+    """The hottest and closest-to-slowdown of every sample; the median power and SM clock of the
+    samples the GPU was computing in. A sample NVML flags gpu_idle (nvmlClocksEventReasonGpuIdle:
+    nothing running, clocks dropping to idle) — before the first kernel, between a load's phases
+    — says nothing of the clocks the load held: with a few samples one such would halve a median."""
+    computing = [s for s in samples if "gpu_idle" not in (s.clocks_event_reasons or [])]
 
-    temperatures, power, clocks = values("temperature_c"), values("power_w"), values("sm_clock_mhz")
+    def values(name: str, among: list[GpuReading] = samples) -> list[Any]:
+        return [getattr(s, name) for s in among if getattr(s, name) is not None]
+
+    temperatures, power, clocks = values("temperature_c"), values("power_w", computing), values("sm_clock_mhz", computing)
     memory, margins = values("memory_temperature_c"), values("thermal_margin_c")
     reasons = sorted({r for s in samples for r in (s.clocks_event_reasons or []) if r != "gpu_idle"})
     return {
         "samples": len(samples),
+        "idle_samples": len(samples) - len(computing),
         "temperature_c_max": max(temperatures) if temperatures else None,
         "power_w_median": round(statistics.median(power), 1) if power else None,
         "sm_clock_mhz_median": statistics.median(clocks) if clocks else None,
