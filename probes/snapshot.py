@@ -72,7 +72,10 @@ def take_snapshot(nvml: NvmlLibrary, window_s: float, clock: Clock | None = None
         if hung:  # named as hung, and failed on its own account: the siblings are read and judged
             entry["failed_checks"] = [hung_check(hung, reader.workers.deadline_s)]
         if reachable:
-            counters = gpu_window(first, last, xids, window)
+            # The GPU's own rates over its own window (its reads may run late on a loaded tray).
+            own = last.time - first.time if last.time > first.time else window
+            entry["window_seconds"] = round(own, 3)
+            counters = gpu_window(first, last, xids, own)
             arrived = arrival_failures(first, refs)
             links += [with_failed(snapshot_link(last.index, link), arrived.get(link["port"])) for link in counters["links"]]
             entry["failed_checks"] = own_failures(counters, refs) + arrived.get(None, [])
