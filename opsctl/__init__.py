@@ -1,3 +1,11 @@
 """opsctl: the operator's side of burn-in, acceptance, triage, alerting and TCO for GPU racks."""
 
+import os
+
+# NumPy's OpenBLAS starts a thread per core as it loads, which costs a process ~0.1 CPU-s
+# (bench/numpy_threads.py) and buys nothing here: no product opsctl or a probe asks of NumPy is
+# large enough for threads to help (a simulated GPU's are 64×64, on that GPU's own thread). One
+# thread unless the user sets it; here, before anything imports NumPy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 __version__ = "0.1.0"
