@@ -29,6 +29,9 @@ _WAIT_S = 2.0
 
 class _Handler(socketserver.StreamRequestHandler):
     server: _StoreServer
+    # TCP_NODELAY, as the ranks' side has: an answer is a line, then the values, in two writes, and
+    # Nagle held the second until the rank's delayed ACK (~40 ms), so each collective call waited that.
+    disable_nagle_algorithm = True
 
     def handle(self) -> None:
         while True:
