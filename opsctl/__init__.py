@@ -2,10 +2,8 @@
 
 import os
 
-# NumPy's OpenBLAS starts a thread per core as it loads, which costs a process ~0.1 CPU-s
-# (bench/numpy_threads.py) and buys nothing here: no product opsctl or a probe asks of NumPy is
-# large enough for threads to help (a simulated GPU's are 64×64, on that GPU's own thread). One
-# thread unless the user sets it; here, before anything imports NumPy.
+# One OpenBLAS thread unless the user sets it, before anything imports NumPy: probes/__init__.py
+# says why (the probes, deployed on their own, cannot import this package for it).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __version__ = "0.1.0"

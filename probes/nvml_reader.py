@@ -137,9 +137,9 @@ class GpuReading:
 
 
 def _plain(value: Any) -> Any:
-    """`value` with its dataclasses as dicts, every container copied: what dataclasses.asdict gives,
-    at a fifth of its cost (asdict deep-copies each of a reading's ~1,000 leaves; they are numbers
-    and strings)."""
+    """`value` with its dataclasses as dicts, every container copied (tuples as lists, as JSON has
+    them): dataclasses.asdict at a fifth of its cost (asdict deep-copies each of a reading's ~1,000
+    leaves; they are numbers and strings)."""
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
