@@ -7,7 +7,6 @@ Prints one JSON document (`--json`) or a short summary, and exits with opsctl's 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -15,6 +14,7 @@ from typing import Any, NoReturn, TextIO
 
 from probes.backend import BackendError, open_backend
 from probes.exit_codes import EXIT_INCOMPLETE, EXIT_USAGE
+from probes import json_lines
 from probes.hangup import STOP_ON_STDIN_EOF, watch_for_hangup
 from probes.sku_references import ReferencesError
 from probes.probe_names import DEFAULT_DURATION_S, PROBES
@@ -202,9 +202,7 @@ def preflight_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, boo
 
 def emit(document: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        # Indented, though that costs json its C encoder (26 ms, not 6, a compute tray's document):
-        # srun --label cuts a long line into labelled pieces, and one 0.3 MB line would not survive.
-        sys.stdout.write(json.dumps(document, indent=1, default=str) + "\n")
+        sys.stdout.write(json_lines.dumps(document) + "\n")  # short lines: srun --label cuts long ones
         return
     print(f"{document['kind']} of tray {document.get('tray')}: {document.get('status', 'complete')}")
     checks = document.get("checks", []) + [c for gpu in document.get("gpus", []) for c in gpu.get("checks", [])]

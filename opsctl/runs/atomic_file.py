@@ -13,13 +13,13 @@ renaming over /dev/null would replace the device for the whole machine (opsctl/r
 from __future__ import annotations
 
 import errno
-import json
 import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 from opsctl.errors import IncompleteError
+from probes import json_lines
 from opsctl.regular_files import check_replaceable
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -59,7 +59,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, make_folders: bool = True)
 
 
 def write_json_atomic(path: str | Path, document: Any, make_folders: bool = True) -> None:
-    write_bytes_atomic(path, (json.dumps(document, indent=1, default=str) + "\n").encode(), make_folders)
+    write_bytes_atomic(path, (json_lines.dumps(document) + "\n").encode(), make_folders)
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:
