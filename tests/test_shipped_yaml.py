@@ -1,0 +1,58 @@
+"""The shipped YAML's parse cache (probes/shipped_yaml.py): a second start reads the cache, an
+edited file is parsed again, and no cache is written where Python would write no bytecode."""
+
+import sys
+
+import pytest
+
+from probes import shipped_yaml
+
+
+@pytest.fixture
+def writes_caches(monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
+def cache_of(path):
+    return path.parent / "__pycache__" / f"{path.name}.{sys.implementation.cache_tag}.pickle"
+
+
+def test_a_second_load_reads_the_cache_and_an_edited_file_is_parsed_again(tmp_path, writes_caches, monkeypatch):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("limit: 100\n")
+    assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}
+    assert cache_of(rules).is_file()
+    parsed = []
+    monkeypatch.setattr(shipped_yaml.yaml, "load", lambda *a, **k: parsed.append(a) or {"parsed": True})
+    assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100} and parsed == []  # from the cache
+    rules.write_text("limit: 101\n")  # same size, maybe the same time stamp: the bytes decide
+    assert shipped_yaml.load_shipped_yaml(rules) == {"parsed": True} and len(parsed) == 1
+
+
+def test_each_load_gives_its_own_document(tmp_path, writes_caches):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("codes: [1, 2]\n")
+    first = shipped_yaml.load_shipped_yaml(rules)
+    first["codes"].append(3)  # a caller that changes what it was given changes nobody else's copy
+    assert shipped_yaml.load_shipped_yaml(rules) == {"codes": [1, 2]}
+
+
+def test_a_broken_cache_is_parsed_past_and_mended(tmp_path, writes_caches):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("limit: 100\n")
+    shipped_yaml.load_shipped_yaml(rules)
+    key = cache_of(rules).read_bytes()[:32]
+    cache_of(rules).write_bytes(key + b"not a pickle")
+    assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}
+    assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100} and cache_of(rules).read_bytes()[32:] != b"not a pickle"
+
+
+def test_no_cache_is_written_under_pythondontwritebytecode_nor_where_the_folder_cannot_be_written(tmp_path, monkeypatch):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("limit: 100\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}
+    assert not (tmp_path / "__pycache__").exists()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    (tmp_path / "__pycache__").write_text("a file where the folder would go")
+    assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}  # read all the same
