@@ -8,12 +8,20 @@ later check (DcgmHealthWatch.cpp, MonitorDevastatingXids), and NVIDIA's Health V
 checks read the kernel's own log. A driver reload (or a reboot) starts the GPU afresh, so only
 what came after the last "NVRM: loading NVIDIA UNIX" line is held against it.
 
+A GPU reset (`nvidia-smi -r`, the catalog's RESET_GPU) dealt with what the GPU logged before it
+too, but neither the driver nor DCGM records one (NVIDIA's NVSentinel says so, and has its reset
+job write a syslog line instead: NVIDIA/NVSentinel gpu-reset/gpu_reset.sh, `logger -t
+nvsentinel-gpu-reset "GPU reset executed: <UUID>, success: true"`). The journal is read for
+those lines beside the kernel's, in time order, and a GPU's XIDs before its last successful reset
+are not held against it. An operator who resets by hand writes the same line (runbooks/gpu.md).
+
 Where the log cannot be read (no journal, no permission for dmesg) that is said, never taken as
 "nothing recorded".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +34,10 @@ KernelLog = tuple[list[str], "str | None"]  # (lines, None), or ([], why the log
 KernelHistory = Callable[[float], KernelLog]  # a backend's reader: the log since the driver loaded, up to a clock time
 
 DRIVER_LOADED = "NVRM: loading NVIDIA UNIX"  # the driver's first line when its module loads
+# The syslog identifiers whose "GPU reset executed" lines are read: NVSentinel's reset job's, and
+# the one an operator's own reset writes (runbooks/gpu.md).
+RESET_IDENTIFIERS = ("nvsentinel-gpu-reset", "opsctl-gpu-reset")
+GPU_RESET = re.compile(r"GPU reset executed: (GPU-[0-9A-Fa-f-]+), success: true\b")
 
 
 def since_driver_load(lines: Iterable[str]) -> list[str]:
@@ -40,9 +52,15 @@ def since_driver_load(lines: Iterable[str]) -> list[str]:
 
 
 def read_kernel_history(until: float) -> tuple[list[str], str | None]:
-    """This boot's kernel log up to unix time `until`: journald's kernel messages, else dmesg's
-    ring buffer (which may have lost the oldest lines, and holds a few after `until`)."""
-    return first_readable((["journalctl", "-k", "-b", "-o", "cat", "--no-pager", "--until", f"@{int(until)}"], ["dmesg"]))
+    """This boot's kernel log up to unix time `until`, with the GPU reset lines among it:
+    journald's kernel messages and those of RESET_IDENTIFIERS (one query, so in time order), else
+    dmesg's ring buffer (which may have lost the oldest lines, holds a few after `until`, and has
+    no reset lines: there every XID since the driver loaded stands)."""
+    # journalctl's matches: "+" is or; two values of one field are or; two fields are and. A reset
+    # line counts only from root (who alone can reset a GPU): anyone may run `logger`.
+    matches = ["_TRANSPORT=kernel", "+", *[f"SYSLOG_IDENTIFIER={name}" for name in RESET_IDENTIFIERS], "_UID=0"]
+    return first_readable((["journalctl", "-b", "-o", "cat", "--no-pager", "--until", f"@{int(until)}", *matches],
+                           ["dmesg"]))
 
 
 def recorded_by_gpu(log: KernelLog, readings: Iterable[GpuReading]) -> tuple[dict[int, list[dict[str, Any]]] | None, str | None]:
@@ -50,16 +68,39 @@ def recorded_by_gpu(log: KernelLog, readings: Iterable[GpuReading]) -> tuple[dic
     lines, why = log
     if why:
         return None, why
-    return recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id}), None
+    readings = list(readings)
+    return recorded_xids(lines, {r.index: r.pci_bus_id for r in readings if r.pci_bus_id},
+                         {r.index: r.uuid for r in readings if r.uuid}), None
 
 
-def recorded_xids(lines: Iterable[str], pci_by_gpu: dict[int, str]) -> dict[int, list[dict[str, Any]]]:
+def recorded_xids(lines: Iterable[str], pci_by_gpu: dict[int, str],
+                  uuid_by_gpu: dict[int, str] | None = None) -> dict[int, list[dict[str, Any]]]:
     """{GPU index: [{"xid", "intr_info", "error_status", "line"}]} of the Xid lines logged since
-    the driver loaded, matched to each GPU by its PCI bus id."""
+    the driver loaded and since the GPU's last successful reset (matched by UUID), each matched
+    to its GPU by PCI bus id."""
     by_bus = {bus_key(pci): index for index, pci in pci_by_gpu.items()}
+    by_uuid = {uuid.lower(): index for index, uuid in (uuid_by_gpu or {}).items()}
     found: dict[int, list[dict[str, Any]]] = {index: [] for index in pci_by_gpu}
-    for entry in parse_xid_lines(since_driver_load(lines)):
-        index = by_bus.get(entry["pci"])
-        if index is not None:
-            found[index].append({key: entry[key] for key in ("xid", "intr_info", "error_status", "line")})
+    for line in since_driver_load(lines):
+        reset = GPU_RESET.search(line) if "GPU reset executed" in line else None
+        if reset:
+            index = by_uuid.get(reset.group(1).lower())
+            if index in found:
+                found[index] = []  # the reset dealt with what the GPU logged before it
+            continue
+        for entry in parse_xid_lines((line,)) if "NVRM: Xid" in line else ():
+            index = by_bus.get(entry["pci"])
+            if index is not None:
+                found[index].append({key: entry[key] for key in ("xid", "intr_info", "error_status", "line")})
+    return found
+
+
+def last_resets(lines: Iterable[str], uuid_by_gpu: dict[int, str]) -> dict[int, str]:
+    """{GPU index: its last successful reset's line} since the driver loaded, for the GPUs that had one."""
+    by_uuid = {uuid.lower(): index for index, uuid in uuid_by_gpu.items()}
+    found: dict[int, str] = {}
+    for line in since_driver_load(lines):
+        reset = GPU_RESET.search(line)
+        if reset and reset.group(1).lower() in by_uuid:
+            found[by_uuid[reset.group(1).lower()]] = line.strip()
     return found

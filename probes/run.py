@@ -30,7 +30,7 @@ from probes.exit_codes import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from probes.check_record import check
 from probes.sku_references import load_references
 from probes.tray_judge import judge_run, judge_switch_tray, worst_verdict
-from probes.kernel_history import KernelLog, recorded_by_gpu
+from probes.kernel_history import KernelLog, last_resets, recorded_by_gpu
 from probes.nvswitch_sxids import recorded_sxids
 from probes.kernel_log import NVLINK5_XIDS, attach_registers, driver_branch, parse_xid_lines
 from probes.nvml_reader import NvmlReader, XidWatcher
@@ -253,12 +253,13 @@ class TrayRun:
     def _read_recorded_xids(self, gpus: list[dict[str, Any]], readings: list[GpuReading], history: KernelLog,
                             driver_version: str | None) -> None:
         found, why = recorded_by_gpu(history, readings)
+        resets = last_resets(history[0], {r.index: r.uuid for r in readings if r.uuid}) if not why else {}
         driver_major = driver_branch(driver_version)
         for gpu in gpus:
             events = (found or {}).get(gpu["index"], [])
             for event in events:
                 event["driver_major"] = driver_major
-            gpu["recorded_xids"] = {"events": events, "unread": why}
+            gpu["recorded_xids"] = {"events": events, "unread": why, "reset": resets.get(gpu["index"])}
 
     @staticmethod
     def _gpu_entry(reading: GpuReading) -> dict[str, Any]:

@@ -44,7 +44,8 @@ def xid_checks(component: str, events: list[dict[str, Any]], catalog: dict[str, 
     return checks
 
 
-RECORDED_SOURCE = ("the kernel log since the NVIDIA driver last loaded (NVRM Xid lines, matched by PCI bus id): "
+RECORDED_SOURCE = ("the kernel log since the NVIDIA driver last loaded or the GPU's last reset (NVRM Xid lines, matched "
+                   "by PCI bus id; a reset by the journal line NVIDIA/NVSentinel's reset job writes, gpu-reset/gpu_reset.sh): "
                    "DCGM's health watch keeps the XIDs it has seen and fails the devastating ones on every later "
                    "check (DcgmHealthWatch.cpp, MonitorDevastatingXids); NVIDIA's Health Validation XID checks read "
                    "the kernel's log")
@@ -59,9 +60,11 @@ def recorded_xid_checks(component: str, recorded: dict[str, Any] | None, catalog
     if recorded.get("unread"):
         return [check("xid.recorded", component, "incomplete", None, None, "XID", "logged", RECORDED_SOURCE,
                       f"the kernel log could not be read ({recorded['unread']}): what the GPU logged before this run is unknown")]
+    reset = recorded.get("reset")  # the journal's line of the GPU's last reset, which cleared what came before
+    since = f"since the GPU's reset ({reset})" if reset else "since the driver loaded"
     checks = [check("xid.recorded", component, ruling.verdict, code, ruling.bucket, "XID", "logged",
                     f"{ruling.source}; {RECORDED_SOURCE}",
-                    _xid_reason(code, ruling, count, "before this run, since the driver loaded"))
+                    _xid_reason(code, ruling, count, f"before this run, {since}"))
               for code, ruling, count in _logged_xids(recorded.get("events") or [])]
     return checks or [check("xid.recorded", component, "pass", [], None, "XID", "logged", RECORDED_SOURCE,
-                            "no XID logged since the driver loaded")]
+                            f"no XID logged {since}")]

@@ -1,10 +1,12 @@
 """What the GPUs logged before a run is judged (probes/kernel_history.py): a tray that arrives
 with XID 140 in its kernel log is not healthy because the probe looked a second later."""
 
+import os
+
 import pytest
 
 from probes.xid_checks import recorded_xid_checks
-from probes.kernel_history import recorded_xids, since_driver_load
+from probes.kernel_history import last_resets, read_kernel_history, recorded_xids, since_driver_load
 from probes.xids import catalog
 from tests.test_snapshot_cli import sim_inventory
 
@@ -103,3 +105,55 @@ def test_the_simulators_kernel_history_is_in_time_order_with_the_drivers_load_li
     assert why is None and [line.split(":", 1)[0] for line in lines] == ["NVRM", "NVRM", "NVRM"]
     assert ": 79," in lines[0] and LOAD.split("  ")[0] in lines[1] and ": 140," in lines[2]
     assert since_driver_load(lines) == [lines[2]]
+
+
+def reset_line(uuid, success="true"):
+    return f"GPU reset executed: {uuid}, success: {success}"  # NVIDIA/NVSentinel gpu-reset/gpu_reset.sh's line
+
+
+def test_a_successful_reset_clears_what_its_gpu_logged_before_it_and_nothing_else():
+    uuids = {0: "GPU-aaaa-0000", 1: "GPU-bbbb-1111"}
+    pcis = {0: "00000000:18:00.0", 1: "00000000:2A:00.0"}
+    lines = [LOAD, xid_line("0000:18:00", 79), xid_line("0000:2a:00", 95), reset_line("GPU-AAAA-0000"),
+             xid_line("0000:18:00", 140)]
+    found = recorded_xids(lines, pcis, uuids)
+    assert [[e["xid"] for e in found[i]] for i in (0, 1)] == [[140], [95]]  # gpu0: what came after; gpu1: all
+    failed = recorded_xids([LOAD, xid_line("0000:18:00", 79), reset_line("GPU-aaaa-0000", "false")], pcis, uuids)
+    assert [e["xid"] for e in failed[0]] == [79]  # a reset that failed dealt with nothing
+    before = recorded_xids([LOAD, reset_line("GPU-aaaa-0000"), xid_line("0000:18:00", 79)], pcis, uuids)
+    assert [e["xid"] for e in before[0]] == [79]
+    assert last_resets(lines, uuids) == {0: reset_line("GPU-AAAA-0000")}
+
+
+def test_the_xid_check_says_which_reset_it_counts_from():
+    line = reset_line("GPU-aaaa-0000")
+    clean = recorded_xid_checks("gpu0", {"events": [], "unread": None, "reset": line}, catalog())
+    assert [c["verdict"] for c in clean] == ["pass"] and line in clean[0]["reason"]
+    held = recorded_xid_checks("gpu0", {"events": [{"xid": 79}], "unread": None, "reset": line}, catalog())
+    assert [c["verdict"] for c in held] == ["fail"] and f"since the GPU's reset ({line})" in held[0]["reason"]
+
+
+def test_the_journal_is_asked_for_the_kernel_and_roots_reset_lines_in_one_query(tmp_path, monkeypatch):
+    # A journalctl on PATH that writes down what it was asked and answers with a reset line.
+    asked = tmp_path / "argv"
+    fake = tmp_path / "journalctl"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {asked}\necho '{reset_line('GPU-aaaa-0000')}'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    lines, why = read_kernel_history(1_700_000_000.0)
+    assert why is None and lines == [reset_line("GPU-aaaa-0000")]
+    argv = asked.read_text().split("\n")
+    assert argv[:6] == ["-b", "-o", "cat", "--no-pager", "--until", "@1700000000"]
+    assert argv[6:10] == ["_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=nvsentinel-gpu-reset",
+                          "SYSLOG_IDENTIFIER=opsctl-gpu-reset"] and argv[10] == "_UID=0"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reset, held", [("at_s: -30", False), ("at_s: -90", True), ("at_s: -30, success: false", True)])
+def test_a_gpu_reset_after_the_xid_clears_it_and_one_before_or_failed_does_not(opsctl, tmp_path, reset, held):
+    inventory = sim_inventory(tmp_path, "faults:\n  - {kind: xid, gpu: gpu5, xid: 79, at_s: -60}\n"
+                                        f"  - {{kind: gpu_reset, gpu: gpu5, {reset}}}\n")
+    result = opsctl("--inventory", inventory, "health", "lab1/node", "--json")
+    assert result.code == (1 if held else 0), result.out + result.err
+    failed = {(c["component"], c["check"]) for c in result.json()["failing"] if c["verdict"] == "fail"}
+    assert failed == ({("gpu5", "xid.recorded")} if held else set()), failed

@@ -372,6 +372,12 @@ class _Builder:
         self.host_effects.setdefault(tray, []).append(Effect("driver_reload", {"at_s": fault.params["at_s"]},
                                                              source=fault.label))
 
+    def gpu_reset(self, fault: Fault) -> None:
+        """The reset job's journal line at at_s (probes.kernel_history clears what came before it)."""
+        for gpu_id in self.gpu_ids(fault):
+            self.gpu_effect(gpu_id, "gpu_reset", {"at_s": fault.params["at_s"],
+                                                  "success": fault.params.get("success", True)}, fault)
+
     def bad_pins(self, fault: Fault) -> None:
         p = fault.params
         part = self.part(fault)
@@ -424,6 +430,7 @@ FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
     "switch_chip_degraded": _Builder.switch_chip_degraded,
     "sxid": _Builder.sxid,
     "driver_reload": _Builder.driver_reload,
+    "gpu_reset": _Builder.gpu_reset,
     "hbm_bad_cells": _Builder.hbm_bad_cells,
     "firmware_mismatch": _Builder.firmware_mismatch,
     "ecc_disabled": _Builder.ecc_disabled,

@@ -60,6 +60,7 @@ FAULT_KINDS: dict[str, str | None] = {
     "switch_chip_degraded": "part",
     "sxid": "part",
     "driver_reload": "tray",
+    "gpu_reset": "gpu",
     # Tray depth.
     "hbm_bad_cells": "gpu",
     "firmware_mismatch": "tray",

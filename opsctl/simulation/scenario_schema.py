@@ -168,6 +168,16 @@ class DriverReload(_OnTray, tag="driver_reload", kw_only=True):
     at_s: Logged
 
 
+class GpuReset(_OnGpu, tag="gpu_reset", kw_only=True):
+    """The GPU was reset at at_s (`nvidia-smi -r`, the catalog's RESET_GPU): the journal gets the
+    line NVIDIA's NVSentinel reset job writes, "GPU reset executed: <UUID>, success: true", and
+    what the GPU logged before it is not held against it. success false: a reset that failed,
+    which clears nothing."""
+
+    at_s: Logged
+    success: bool | UnsetType = UNSET
+
+
 class SlowGpu(_TimedGpu, tag="slow_gpu", kw_only=True):
     """A GPU computing at `factor` of its speed."""
 
@@ -364,7 +374,7 @@ FaultSpec = Union[
     ThermalThrottle, PowerBrake, Ecc, RowRemap, Xid, Sdc, GpuLost, GpuHang, NotSupported, FabricDegraded,
     TrayUnreachable, ImexMissing, FabricClique, NcclFallback, SwitchChipDegraded, Sxid, HbmBadCells,
     FirmwareMismatch, EccDisabled, PcieDegraded, DeterministicSdc, C2cLinkDown, LinkTotals, VolatileDbe,
-    MemoryUnrepairable, InforomInvalid, PowerUnreadable, DriverReload,
+    MemoryUnrepairable, InforomInvalid, PowerUnreadable, DriverReload, GpuReset,
 ]
 # kind -> its Struct (tests check these are the kinds of scenario.py FAULT_KINDS)
 FAULT_STRUCTS: dict[str, type[_Fault]] = {str(cls.__struct_config__.tag): cls for cls in get_args(FaultSpec)}

@@ -418,6 +418,11 @@ class SimGpu:
             else:
                 text = f"NVRM: Xid (PCI:{pci}): {code}, pid='<unknown>', name=<unknown>, simulated XID {code}"
             lines += [(at, text) for at in _occurrences(effect, after, until)]
+        for effect in self.effects:  # the reset job's journal line, as NVSentinel's gpu_reset.sh writes it
+            at = float(effect.get("at_s", 0.0))
+            if effect.kind == "gpu_reset" and after < at <= until:
+                lines.append((at, f"GPU reset executed: {self.spec.uuid}, "
+                                  f"success: {'true' if effect.get('success', True) else 'false'}"))
         return sorted(lines)
 
     def recovery_action(self, t: float) -> str:
