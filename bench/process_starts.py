@@ -1,0 +1,86 @@
+"""What the suite's most frequent processes cost, one source tree against another: a compute tray's
+1 s simulated probe run, a switch tray's, a compute tray's preflight, and (with --burnin) a whole
+1 s `opsctl burnin rack07` with its 54 probe processes.
+
+Each tree is a folder holding opsctl/ and probes/ (`git archive REV | tar -x -C DIR`), run from that
+folder with this checkout's Python, so its own modules load; `TREE:nobytecode` runs it with
+PYTHONDONTWRITEBYTECODE=1 and its `__pycache__` folders removed first (a clean clone where the
+environment sets the variable: every process compiles the modules again). The trees take turns,
+round by round; prints the mean user+system CPU of each command per tree.
+
+    git archive 9a6cb1b | tar -x -C /tmp/old; git archive HEAD | tar -x -C /tmp/new
+    .venv/bin/python bench/process_starts.py --tree /tmp/old:nobytecode --tree /tmp/new --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PROBES = "gemm,membw,nvlink,pulse,hbm,configuration,counters"
+
+
+def commands(spec: Path, out: Path, burnin: bool) -> dict[str, list[str]]:
+    probe = [sys.executable, "-m", "probes"]
+    found = {
+        "compute tray probe (1 s)": [*probe, "run", "--duration", "1", "--probes", PROBES, "--json", "--backend", "sim",
+                                     "--tray", "ct01", "--sim-spec", str(spec)],
+        "switch tray probe (1 s)": [*probe, "run", "--duration", "1", "--probes", PROBES, "--json", "--backend", "sim",
+                                    "--tray", "st1", "--sim-spec", str(spec)],
+        "compute tray preflight": [*probe, "preflight", "--probes", PROBES, "--json", "--backend", "sim",
+                                   "--tray", "ct01", "--sim-spec", str(spec)],
+    }
+    if burnin:
+        found["opsctl burnin rack07 (1 s)"] = [sys.executable, "-m", "opsctl", "burnin", "rack07", "--duration", "1",
+                                               "--out", str(out), "--no-ledger"]
+    return found
+
+
+def cpu_of(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """User + system CPU seconds of `argv` and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", action="append", required=True, help="DIR or DIR:nobytecode (give two or more)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--burnin", action="store_true", help="also a whole 1 s rack07 burn-in (about 20 s each)")
+    args = parser.parse_args()
+    trees = [(Path(t.split(":")[0]).resolve(), t.endswith(":nobytecode")) for t in args.tree]
+    with tempfile.TemporaryDirectory() as scratch:
+        spec = Path(scratch) / "rack07.json"
+        subprocess.run([sys.executable, "-m", "opsctl", "sim", "spec", "rack07", "-o", str(spec)], check=True,
+                       cwd=trees[0][0])
+        runs = commands(spec, Path(scratch) / "run", args.burnin)
+        spent: dict[tuple[str, str], list[float]] = {}
+        for _ in range(args.rounds):
+            for tree, no_bytecode in trees:
+                env = dict(os.environ)
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                if no_bytecode:
+                    env["PYTHONDONTWRITEBYTECODE"] = "1"
+                    for cache in tree.rglob("__pycache__"):
+                        shutil.rmtree(cache, ignore_errors=True)
+                for name, argv in runs.items():
+                    shutil.rmtree(Path(scratch) / "run", ignore_errors=True)
+                    spent.setdefault((name, f"{tree}{' (no bytecode)' if no_bytecode else ''}"), []).append(
+                        cpu_of(argv, tree, env))
+    for (name, tree), seconds in spent.items():
+        print(f"{name:<28} {tree:<30} {statistics.mean(seconds):6.3f} CPU-s  (mean of {len(seconds)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
