@@ -22,6 +22,15 @@ def quiet_exporter(sim_exporter, hgx_topology):
         served = sim_exporter(topology=hgx_topology, interval=3600, stale_after=7200)
         served.exporter.cache.max_age_s = 7200
         served.wait_for(lambda s: sum(v for (n, _), v in s.items() if n == "opsctl_gpu_up") == 8)
+        # A GPU's reading shows before its round is marked done (the round is set after the read),
+        # so a scrape can see all 8 up one render before the round completes: wait for the round,
+        # and render it, before a test counts renders.
+        slots = [slot for poller in served.exporter.pollers for slot in poller._slots]
+        deadline = time.monotonic() + 30
+        while any(slot.round is None for slot in slots):
+            assert time.monotonic() < deadline, "the first reading round never completed"
+            time.sleep(0.05)
+        scrape(served.url)
         server = served.exporter.server
         for name, value in bounds.items():
             setattr(server, name, value)
