@@ -59,8 +59,16 @@ def read_kernel_history(until: float) -> tuple[list[str], str | None]:
     # journalctl's matches: "+" is or; two values of one field are or; two fields are and. A reset
     # line counts only from root (who alone can reset a GPU): anyone may run `logger`.
     matches = ["_TRANSPORT=kernel", "+", *[f"SYSLOG_IDENTIFIER={name}" for name in RESET_IDENTIFIERS], "_UID=0"]
-    return first_readable((["journalctl", "-b", "-o", "cat", "--no-pager", "--until", f"@{int(until)}", *matches],
-                           ["dmesg"]))
+    journal, journal_why = first_readable(
+        (["journalctl", "-b", "-o", "cat", "--no-pager", "--until", f"@{int(until)}", *matches],))
+    if journal:
+        return journal, None
+    # No journal, or one with nothing of this boot's kernel (journald not reading it; a boot's log is
+    # never empty): that is no evidence of a clean history, so the kernel's ring buffer decides.
+    ring, ring_why = first_readable((["dmesg"],))
+    if ring_why is None:
+        return ring, None
+    return [], f"{journal_why or 'journalctl: no kernel message of this boot'}; {ring_why}"
 
 
 def recorded_by_gpu(log: KernelLog, readings: Iterable[GpuReading]) -> tuple[dict[int, list[dict[str, Any]]] | None, str | None]:

@@ -148,6 +148,23 @@ def test_the_journal_is_asked_for_the_kernel_and_roots_reset_lines_in_one_query(
                           "SYSLOG_IDENTIFIER=opsctl-gpu-reset"] and argv[10] == "_UID=0"
 
 
+def shim(folder, name, script):
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+
+
+def test_a_journal_with_nothing_of_this_boot_is_no_evidence_the_ring_buffer_decides(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    shim(tmp_path, "journalctl", "exit 0\n")  # answers, with nothing: journald not reading the kernel
+    (tmp_path / "ring").write_text(xid_line("0000:18:00", 79) + "\n")
+    shim(tmp_path, "dmesg", f"cat {tmp_path / 'ring'}\n")
+    assert read_kernel_history(1_700_000_000.0) == ([xid_line("0000:18:00", 79)], None)
+    shim(tmp_path, "dmesg", "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1\n")
+    lines, why = read_kernel_history(1_700_000_000.0)
+    assert lines == [] and "no kernel message of this boot" in why and "Operation not permitted" in why
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("reset, held", [("at_s: -30", False), ("at_s: -90", True), ("at_s: -30, success: false", True)])
 def test_a_gpu_reset_after_the_xid_clears_it_and_one_before_or_failed_does_not(opsctl, tmp_path, reset, held):
