@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from opsctl.errors import IncompleteError
-from probes import json_lines
 from opsctl.regular_files import check_replaceable
+from probes import json_lines
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 

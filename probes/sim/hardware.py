@@ -559,7 +559,8 @@ class SimRack:
     def kernel_history(self, tray: str, until: float) -> tuple[list[str], str | None]:
         """A tray's kernel log from the driver's load (the simulation's start, and before it: an
         `xid` effect at a negative at_s) to clock time `until` (probes.kernel_history's answer):
-        its GPUs' Xid lines, then its host's NVSwitch SXid lines (an HGX baseboard's `sxid` faults)."""
+        its GPUs' Xid lines and reset lines (`gpu_reset` faults), then its host's NVSwitch SXid lines
+        (an HGX baseboard's `sxid` faults), in time order."""
         sim_tray = self.trays[tray]
         t = until - self.epoch
         timed = [entry for gpu in sim_tray.gpus for entry in gpu.timed_kernel_log(-math.inf, t)] + \
