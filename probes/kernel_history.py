@@ -87,12 +87,12 @@ def recorded_xids(lines: Iterable[str], pci_by_gpu: dict[int, str],
     the driver loaded and since the GPU's last successful reset (matched by UUID), each matched
     to its GPU by PCI bus id."""
     by_bus = {bus_key(pci): index for index, pci in pci_by_gpu.items()}
-    by_uuid = {uuid.lower(): index for index, uuid in (uuid_by_gpu or {}).items()}
+    by_uuid = _by_uuid(uuid_by_gpu or {})
     found: dict[int, list[dict[str, Any]]] = {index: [] for index in pci_by_gpu}
     for line in since_driver_load(lines):
-        reset = GPU_RESET.search(line) if "GPU reset executed" in line else None
-        if reset:
-            index = by_uuid.get(reset.group(1).lower())
+        reset = _reset_uuid(line)
+        if reset is not None:
+            index = by_uuid.get(reset)
             if index in found:
                 found[index] = []  # the reset dealt with what the GPU logged before it
             continue
@@ -105,10 +105,20 @@ def recorded_xids(lines: Iterable[str], pci_by_gpu: dict[int, str],
 
 def last_resets(lines: Iterable[str], uuid_by_gpu: dict[int, str]) -> dict[int, str]:
     """{GPU index: its last successful reset's line} since the driver loaded, for the GPUs that had one."""
-    by_uuid = {uuid.lower(): index for index, uuid in uuid_by_gpu.items()}
+    by_uuid = _by_uuid(uuid_by_gpu)
     found: dict[int, str] = {}
     for line in since_driver_load(lines):
-        reset = GPU_RESET.search(line)
-        if reset and reset.group(1).lower() in by_uuid:
-            found[by_uuid[reset.group(1).lower()]] = line.strip()
+        index = by_uuid.get(_reset_uuid(line) or "")
+        if index is not None:
+            found[index] = line.strip()
     return found
+
+
+def _by_uuid(uuid_by_gpu: dict[int, str]) -> dict[str, int]:
+    return {uuid.lower(): index for index, uuid in uuid_by_gpu.items()}
+
+
+def _reset_uuid(line: str) -> str | None:
+    """The UUID (lower case) of the GPU a successful reset line names; None for any other line."""
+    reset = GPU_RESET.search(line) if "GPU reset executed" in line else None
+    return reset.group(1).lower() if reset else None
