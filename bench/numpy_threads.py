@@ -13,25 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.child_cpu import timed_run  # noqa: E402
 
 
 def one_run(argv: list[str], threads: int) -> tuple[float, float]:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)  # a tray may fail: its cost is the same
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return timed_run(argv, REPO, {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)})
 
 
 def main() -> None:

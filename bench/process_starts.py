@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.child_cpu import timed_run  # noqa: E402
 
 PROBES = "gemm,membw,nvlink,pulse,hbm,configuration,counters"
 
@@ -41,15 +43,6 @@ def commands(spec: Path, out: Path, burnin: bool) -> dict[str, list[str]]:
         found["opsctl burnin rack07 (1 s)"] = [sys.executable, "-m", "opsctl", "burnin", "rack07", "--duration", "1",
                                                "--out", str(out), "--no-ledger"]
     return found
-
-
-def cpu_of(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    """User + system CPU seconds of `argv` and its children."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -76,7 +69,7 @@ def main() -> int:
                 for name, argv in runs.items():
                     shutil.rmtree(Path(scratch) / "run", ignore_errors=True)
                     spent.setdefault((name, f"{tree}{' (no bytecode)' if no_bytecode else ''}"), []).append(
-                        cpu_of(argv, tree, env))
+                        timed_run(argv, tree, env)[1])
     for (name, tree), seconds in spent.items():
         print(f"{name:<28} {tree:<30} {statistics.mean(seconds):6.3f} CPU-s  (mean of {len(seconds)})")
     return 0

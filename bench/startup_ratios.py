@@ -21,15 +21,14 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.child_cpu import timed_run  # noqa: E402
 RANGES = REPO / "scenarios" / "llama4-16k-h100-ranges-spares-charged.yaml"
 OPSCTL = [sys.executable, "-m", "opsctl"]
 HEALTH_WINDOW_S = 1.0
@@ -41,12 +40,7 @@ def one_run(argv: list[str], cold: bool) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="opsctl-pyc-") as prefix:
         if cold:
             env["PYTHONPYCACHEPREFIX"] = prefix
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        subprocess.run(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return timed_run(argv, REPO, env)
 
 
 def pairs(baseline: list[str], command: list[str], count: int, cold: bool) -> tuple[list[tuple[float, float]], ...]:
