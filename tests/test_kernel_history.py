@@ -133,12 +133,17 @@ def test_the_xid_check_says_which_reset_it_counts_from():
     assert [c["verdict"] for c in held] == ["fail"] and f"since the GPU's reset ({line})" in held[0]["reason"]
 
 
+def shim(folder, name, script):
+    """A command `name` in `folder` (the test puts it first on PATH) that runs `script`."""
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+
+
 def test_the_journal_is_asked_for_the_kernel_and_roots_reset_lines_in_one_query(tmp_path, monkeypatch):
     # A journalctl on PATH that writes down what it was asked and answers with a reset line.
     asked = tmp_path / "argv"
-    fake = tmp_path / "journalctl"
-    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {asked}\necho '{reset_line('GPU-aaaa-0000')}'\n")
-    fake.chmod(0o755)
+    shim(tmp_path, "journalctl", f"printf '%s\\n' \"$@\" > {asked}\necho '{reset_line('GPU-aaaa-0000')}'\n")
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     lines, why = read_kernel_history(1_700_000_000.0)
     assert why is None and lines == [reset_line("GPU-aaaa-0000")]
@@ -146,12 +151,6 @@ def test_the_journal_is_asked_for_the_kernel_and_roots_reset_lines_in_one_query(
     assert argv[:6] == ["-b", "-o", "cat", "--no-pager", "--until", "@1700000000"]
     assert argv[6:10] == ["_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=nvsentinel-gpu-reset",
                           "SYSLOG_IDENTIFIER=opsctl-gpu-reset"] and argv[10] == "_UID=0"
-
-
-def shim(folder, name, script):
-    path = folder / name
-    path.write_text("#!/bin/sh\n" + script)
-    path.chmod(0o755)
 
 
 def test_a_journal_with_nothing_of_this_boot_is_no_evidence_the_ring_buffer_decides(tmp_path, monkeypatch):
