@@ -1,5 +1,6 @@
 """What the suite's most frequent processes cost, one source tree against another: a compute tray's
-1 s simulated probe run, a switch tray's, a compute tray's preflight, and (with --burnin) a whole
+1 s simulated probe run, a switch tray's, a compute tray's preflight, 1 s snapshot (triage) and IMEX
+probe (the NVLink domain test), and (with --burnin) a whole
 1 s `opsctl burnin rack07` with its 54 probe processes.
 
 Each tree is a folder holding opsctl/ and probes/ (`git archive REV | tar -x -C DIR`), run from that
@@ -38,6 +39,9 @@ def commands(spec: Path, out: Path, burnin: bool) -> dict[str, list[str]]:
                                     "--tray", "st1", "--sim-spec", str(spec)],
         "compute tray preflight": [*probe, "preflight", "--probes", PROBES, "--json", "--backend", "sim",
                                    "--tray", "ct01", "--sim-spec", str(spec)],
+        "compute tray snapshot (1 s)": [*probe, "snapshot", "--window", "1", "--json", "--backend", "sim",
+                                        "--tray", "ct01", "--sim-spec", str(spec)],
+        "compute tray IMEX probe": [*probe, "imex", "--json", "--backend", "sim", "--tray", "ct01", "--sim-spec", str(spec)],
     }
     if burnin:
         found["opsctl burnin rack07 (1 s)"] = [sys.executable, "-m", "opsctl", "burnin", "rack07", "--duration", "1",

@@ -84,7 +84,7 @@ def build_parser() -> OneLineParser:
     backend_options(snapshot)
     snapshot.add_argument("--window", type=positive, default=10.0, metavar="S", help="seconds between the readings (default 10)")
     collective = commands.add_parser("collective", help="one node's part of a rack-wide all-reduce (torch.distributed)")
-    from probes.collective import add_arguments
+    from probes.collective_options import add_arguments
 
     add_arguments(collective)
     backend_options(collective)
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None) -> tuple[in
 def run_command(args: argparse.Namespace, stdin: TextIO) -> tuple[int, bool]:
     from probes.run import RunOptions, TrayRun
 
-    backend = open_backend(args.backend, args.sim_spec, args.tray, stdin)
+    backend = open_backend(args.backend, args.sim_spec, args.tray, stdin, loads=True)
     run = None
     try:
         run = TrayRun(backend, RunOptions(duration_s=args.duration, probes=args.probes, timeout_s=args.timeout,

@@ -63,9 +63,12 @@ class TrayBackend:
                 pass
 
 
-def open_backend(kind: str, sim_spec: str | None = None, tray: str | None = None, stdin: TextIO | None = None) -> TrayBackend:
+def open_backend(kind: str, sim_spec: str | None = None, tray: str | None = None, stdin: TextIO | None = None,
+                 loads: bool = False) -> TrayBackend:
+    """The tray's hardware. `loads`: the command will load the GPUs (`run`); a command that only
+    reads them (snapshot, imex, preflight, opsctl health) opens its compute devices, if ever, later."""
     if kind == "sim":
-        return _open_sim(sim_spec, tray, stdin or sys.stdin)
+        return _open_sim(sim_spec, tray, stdin or sys.stdin, loads)
     if kind == "nvml":
         return _open_nvml(tray)
     raise BackendError(f"unknown backend {kind!r} (nvml or sim)")
@@ -88,7 +91,7 @@ def read_spec(sim_spec: str, stdin: TextIO) -> RackSpec:
         raise BackendError(f"{where}: not a simulator spec: {error}") from None
 
 
-def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBackend:
+def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO, loads: bool) -> TrayBackend:
     if not sim_spec or not tray:
         raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
     spec = read_spec(sim_spec, stdin)
@@ -105,32 +108,43 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     if not tray_spec.gpus:
         rack = SimRack(spec)
         return TrayBackend("sim", tray, None, rack.clock, switch=SimSwitchReader(SimSwitchTray(rack, tray)))
-    from probes.compute.sim_device import SimDevice  # numpy: a compute tray's only
-    from probes.sim.device import SimComputeDevice
-
+    if loads:  # numpy (~0.05 CPU-s a process): only a tray that computes pays for it
+        _import_sim_devices()
     # Built once the imports are done: a spec without an epoch starts its clock here, so its
     # faults' times count from just before the probe's first reading, on a slow machine too.
     rack = SimRack(spec)
     nvml = SimNvml(rack, tray)
     nvml.nvmlInit()
     gpus = rack.trays[tray].gpus
-    return TrayBackend("sim", tray, nvml, rack.clock,
-                       open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)},
+
+    def open_devices() -> dict[int, ComputeDevice]:
+        sim_device, compute_device = _import_sim_devices()
+        return {i: sim_device(compute_device(rack, gpu)) for i, gpu in enumerate(gpus)}
+
+    return TrayBackend("sim", tray, nvml, rack.clock, open_devices=open_devices,
                        kernel_log=lambda since: rack.kernel_log(tray, since),
                        kernel_history=lambda until: rack.kernel_history(tray, until), imex=lambda: rack.imex(tray),
                        compute_missing=lambda: _modules_missing(("numpy", "probes.compute.sim_device")),
                        collective_missing=lambda: _modules_missing(("numpy", "probes.sim.collective", "probes.sim.exchange")))
 
 
+def _import_sim_devices() -> tuple[Any, Any]:
+    """The simulator's compute device and the probe's wrapper of it (they load numpy)."""
+    from probes.compute.sim_device import SimDevice
+    from probes.sim.device import SimComputeDevice
+
+    return SimDevice, SimComputeDevice
+
+
 def _modules_missing(modules: tuple[str, ...]) -> str | None:
-    """Why one of `modules` cannot be imported here, or None."""
+    """Why one of `modules` cannot be imported here, with what installs it, or None."""
     import importlib
 
     for module in modules:
         try:
             importlib.import_module(module)
         except Exception as error:  # ImportError, or a module that breaks as it loads
-            return f"cannot import {module} ({type(error).__name__}: {error})"
+            return f"cannot import {module} ({type(error).__name__}: {error}); install it: pip install opsctl"
     return None
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from probes.backend import BackendError, read_spec
 from probes.check_record import Check, check
+from probes.collective_options import OPERATIONS
 from probes.sku_references import References, load_references
 from probes.snapshot import FORMAT
 
@@ -47,13 +48,11 @@ if TYPE_CHECKING:
     from probes.compute import CollectiveDevice
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
-OPERATIONS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw × this factor, n the ranks (GPUs) of the job.
 BUS_FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
                "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n}
 BUSBW_SOURCE = ("nccl-tests doc/PERFORMANCE.md: busbw = algbw × 2(n-1)/n for AllReduce, × (n-1)/n for AllGather, "
                 "ReduceScatter and AlltoAll; S the whole array")
-DEFAULT_SIZES = "8K,64K,512K,4M,32M,256M,1G,4G"  # nccl-tests' sweep, from latency- to bandwidth-bound
 VERIFY_SOURCE = ("each rank fills its input with values set by its rank; every element of every result must be the "
                  "exact sum or copy (small whole numbers, exact in float32), as nccl-tests checks its results")
 TRANSPORT_SOURCE = ("NCCL's own INFO lines (NCCL_DEBUG=INFO; src/transport/p2p.cc 'via P2P/…', net.cc 'via NET/…'): "
@@ -85,28 +84,6 @@ def size_label(nbytes: int) -> str:
 
 def busbw(op: str, algbw: float, n: int) -> float:
     return algbw * BUS_FACTORS[op](n) if n > 1 else algbw
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--job-trays", metavar="LIST", help="every tray of the job, in order (ct01,ct02,…); this tray's "
-                        "place is its --tray's position (else --node-rank)")
-    parser.add_argument("--node-rank", type=int, default=0, metavar="K", help="this tray's place in the job, 0…nodes-1")
-    parser.add_argument("--nodes", type=int, default=1, metavar="N", help="how many trays take part")
-    parser.add_argument("--gpus-per-node", type=int, metavar="G", help="processes on this tray (default: its GPUs)")
-    parser.add_argument("--master-addr", default="127.0.0.1", metavar="HOST", help="the first tray's address (the rendezvous)")
-    parser.add_argument("--master-port", type=int, default=29500, metavar="PORT")
-    parser.add_argument("--sizes", default=DEFAULT_SIZES, metavar="LIST", help=f"bytes per collective (default {DEFAULT_SIZES})")
-    parser.add_argument("--operations", default=",".join(OPERATIONS), metavar="LIST", help="of " + ",".join(OPERATIONS))
-    parser.add_argument("--size-mb", type=float, metavar="MB", help="one size, in MiB (instead of --sizes)")
-    parser.add_argument("--iterations", type=int, default=5, metavar="N", help="timed calls per size (default 5)")
-    parser.add_argument("--op-timeout", type=float, default=120.0, metavar="S",
-                        help="seconds one collective may take before the job is given up as incomplete (default 120)")
-    parser.add_argument("--bisect-size", default="256M", metavar="SIZE", help="all-reduce size of the bisection (default 256M)")
-    parser.add_argument("--no-bisect", dest="bisect", action="store_false", help="do not narrow a slow domain by halves")
-    parser.add_argument("--dist-backend", choices=("nccl", "gloo"), help="default: nccl on GPUs, gloo on CPUs")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="where the ranks run (cpu: tests)")
-    parser.add_argument("--rendezvous-timeout", type=float, default=300.0, metavar="S",
-                        help="seconds to wait for every tray to join (default 300)")
 
 
 @dataclass

@@ -6,7 +6,8 @@ probe starts, so the parsed document is kept as Python keeps a module's bytecode
 `__pycache__` folder beside the file, keyed by the file's own bytes (an edited file is never
 read stale, whatever its time stamp says), written only where Python would write bytecode
 (not under PYTHONDONTWRITEBYTECODE, not in a folder it cannot write). The cache is as trusted
-as the .pyc files beside it: whoever can write one can write the other.
+as the .pyc files beside it: whoever can write one can write the other. PyYAML itself is
+imported only when a file has to be parsed: a probe start that finds every cache pays nothing for it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class ShippedYamlError(ValueError):
+    """The file is not valid YAML: where (1-based line and column, when the parser knows) and why."""
+
+    def __init__(self, problem: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.line, self.column = problem, line, column
 
 
 def load_shipped_yaml(path: Path | str) -> Any:
@@ -34,10 +39,23 @@ def load_shipped_yaml(path: Path | str) -> Any:
                 return pickle.load(file)  # noqa: S301 - our own cache, trusted as bytecode is
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError):
         pass  # no cache yet, or a broken one: parse
-    document = yaml.load(raw.decode("utf-8"), Loader=_LOADER)  # noqa: S506 - a safe loader
+    document = _parse(raw)
     if not sys.dont_write_bytecode:
         _write_cache(cache, key, document)
     return document
+
+
+def _parse(raw: bytes) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise ShippedYamlError(str(getattr(error, "problem", None) or error),
+                               mark.line + 1 if mark is not None else None,
+                               mark.column + 1 if mark is not None else None) from None
 
 
 def _write_cache(cache: Path, key: bytes, document: Any) -> None:

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from probes import xids
 from probes.compute import DTYPES
-from probes.shipped_yaml import load_shipped_yaml
+from probes.shipped_yaml import ShippedYamlError, load_shipped_yaml
 
 REFERENCES = Path(__file__).parent / "references"
 SHARED_FILES = ("rules.yaml", "xids.yaml")
@@ -44,10 +43,9 @@ def _load(path: str | Path) -> dict[str, Any]:
         data = load_shipped_yaml(path)
     except OSError as error:
         raise ReferencesError(f"{path}: {error.strerror or error}") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise ReferencesError(f"{path}: not valid YAML{where}: {getattr(error, 'problem', None) or error}") from None
+    except ShippedYamlError as error:
+        where = f" (line {error.line}, column {error.column})" if error.line is not None else ""
+        raise ReferencesError(f"{path}: not valid YAML{where}: {error.problem}") from None
     if not isinstance(data, dict):
         raise ReferencesError(f"{path}: not a mapping")
     return data

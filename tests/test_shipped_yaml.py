@@ -23,7 +23,7 @@ def test_a_second_load_reads_the_cache_and_an_edited_file_is_parsed_again(tmp_pa
     assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}
     assert cache_of(rules).is_file()
     parsed = []
-    monkeypatch.setattr(shipped_yaml.yaml, "load", lambda *a, **k: parsed.append(a) or {"parsed": True})
+    monkeypatch.setattr(shipped_yaml, "_parse", lambda raw: parsed.append(raw) or {"parsed": True})
     assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100} and parsed == []  # from the cache
     rules.write_text("limit: 101\n")  # same size, maybe the same time stamp: the bytes decide
     assert shipped_yaml.load_shipped_yaml(rules) == {"parsed": True} and len(parsed) == 1
@@ -56,3 +56,24 @@ def test_no_cache_is_written_under_pythondontwritebytecode_nor_where_the_folder_
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     (tmp_path / "__pycache__").write_text("a file where the folder would go")
     assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}  # read all the same
+
+
+def test_a_start_that_finds_every_cache_never_loads_the_yaml_parser(tmp_path, writes_caches):
+    """What the cache is for: a probe start pays nothing for PyYAML when every file is cached."""
+    import subprocess
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("limit: 100\n")
+    shipped_yaml.load_shipped_yaml(rules)  # writes the cache
+    script = ("import sys; from probes.shipped_yaml import load_shipped_yaml; "
+              f"assert load_shipped_yaml({str(rules)!r}) == {{'limit': 100}}; print('yaml' in sys.modules)")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "False"
+
+
+def test_a_file_that_is_not_yaml_says_where(tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("limit: [100\n")
+    with pytest.raises(shipped_yaml.ShippedYamlError) as raised:
+        shipped_yaml.load_shipped_yaml(rules)
+    assert raised.value.line == 2 and raised.value.column is not None and raised.value.problem
