@@ -268,3 +268,22 @@ def test_temperature_falls_back_to_the_older_call(sim_rack):
     readings = NvmlReader(nvml, now=rack.now).read_all()
     assert readings[1].temperature_c is not None and readings[1].temperature_c == pytest.approx(readings[0].temperature_c, abs=15)
     assert "nvmlDeviceGetTemperatureV" not in readings[1].unsupported
+
+
+def test_a_gpu_without_the_legacy_counter_call_is_asked_once_not_on_every_link(sim_rack):
+    # A GB200 answers NOT_SUPPORTED to nvmlDeviceGetNvLinkErrorCounter (NVML change log, v565): 3
+    # counters × 18 links of every reading would each cost a driver call for the same answer.
+    class Counting(SimNvml):
+        calls = 0
+
+        def nvmlDeviceGetNvLinkErrorCounter(self, device, link, counter):
+            Counting.calls += 1
+            return super().nvmlDeviceGetNvLinkErrorCounter(device, link, counter)
+
+    nvml = Counting(sim_rack(), "ct02")
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml)
+    first, second = reader.read_all(), reader.read_all()
+    assert Counting.calls == 4  # once per GPU, in the first reading
+    assert all("nvmlDeviceGetNvLinkErrorCounter" in gpu.unsupported for gpu in first + second)
+    assert all({"crc_errors", "replay_errors", "recovery_errors"} <= set(link.unsupported) for gpu in second for link in gpu.links)
