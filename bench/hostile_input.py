@@ -102,8 +102,9 @@ UNREACHABLE_INVENTORY = {"all": {"children": {"hgxu": {
     "vars": {"opsctl_model": "hgx-h100", "opsctl_transport": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1},
     "hosts": {"hgxu-node": None}}}}}
 
-SCENARIO = {"scenario": "hostile", "seed": 7, "noise": {"crc_per_s": 0.002, "ber": 1e-15}, "faults": [
-    {"kind": "link_errors", "link": "ct05/gpu1/nvl07", "crc_per_s": 180, "replay_per_s": 0.8},
+# A GB200 rack's (rackx): NVLink 5 counters, as a Blackwell rack refuses the data-link ones.
+SCENARIO = {"scenario": "hostile", "seed": 7, "noise": {"ber": 1e-15}, "faults": [
+    {"kind": "link_errors", "link": "ct05/gpu1/nvl07", "symbol_per_s": 12, "rcv_errors_per_s": 6, "ber": 3e-11},
     {"kind": "link_flap", "link": "ct07/gpu0/nvl13", "start_s": 2, "period_s": 30, "down_s": 2},
     {"kind": "xid", "gpu": "ct17/gpu1", "xid": 48, "at_s": 1, "repeat_s": 5, "count": 3},
     {"kind": "slow_gpu", "gpu": "ct15/gpu0", "factor": 0.86},
@@ -114,8 +115,8 @@ CRITERIA = {"criteria": "hostile", "version": "1", "probes": ["gemm", "counters"
                 {"metric": "gemm_bf16_tflops", "worse": "lower", "pct": 5, "robust_sigmas": 6, "verdict": "fail"}]}}
 
 SNAPSHOT = {"format": "opsctl-snapshot/1", "rack": "rack07", "model": "gb200-nvl72", "window_seconds": 60,
-            "links": [{"gpu": "rack07/ct01/gpu0", "port": 5, "state": "up", "crc_errors": 0, "replay_errors": 0},
-                      {"gpu": "rack07/ct05/gpu1", "port": 7, "state": "up", "crc_errors": 9000, "replay_errors": 40}],
+            "links": [{"gpu": "rack07/ct01/gpu0", "port": 5, "state": "up", "symbol_errors": 0, "rcv_errors": 0},
+                      {"gpu": "rack07/ct05/gpu1", "port": 7, "state": "up", "symbol_errors": 9000, "rcv_errors": 40}],
             "gpus": [{"id": "rack07/ct01/gpu0", "reachable": True, "xids": [{"xid": 149, "time": 1767225602.31}]}],
             "trays": [{"tray": "ct01", "status": "complete"}]}
 
@@ -252,7 +253,8 @@ def file_cases():
     for label, document in mutations(SNAPSHOT):
         yield Case(f"snapshot {label}", ["localize", "{dir}/snap.json", "--json"], {"snap.json": as_json(document)}, ok=(0, 1, 3))
     for label, text in [("nested 100,000 deep", deep(100_000)), ("a 5,000-digit counter", as_json(SNAPSHOT).replace(
-            '"crc_errors": 9000', '"crc_errors": ' + "9" * 5000)), ("NaN counter", as_json(SNAPSHOT).replace('"crc_errors": 9000', '"crc_errors": NaN')),
+            '"symbol_errors": 9000', '"symbol_errors": ' + "9" * 5000)),
+                        ("NaN counter", as_json(SNAPSHOT).replace('"symbol_errors": 9000', '"symbol_errors": NaN')),
                         ("truncated", as_json(SNAPSHOT)[:200]), ("empty list", "[]"), ("binary", b"\x00\xff" * 100)]:
         yield Case(f"snapshot {label}", ["localize", "{dir}/snap.json", "--json"], {"snap.json": text}, ok=(0, 1, 3))
 

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from localize_faults import NOISE_LEVELS, RACKS, SEEDS, Generator  # noqa: E402
+from localize_faults import NOISE_LEVELS, RACKS, SEEDS, Generator, noise  # noqa: E402
 from opsctl.localize import localize_snapshot  # noqa: E402
 from simulated_snapshots import TraySnapshotCache, simulated_snapshot  # noqa: E402
 from opsctl.mttr import load_mttr_model  # noqa: E402
@@ -83,7 +83,7 @@ _MTTR = None
 
 def run_trial(trial, window_s, snapshot_dir=None):
     global _MTTR
-    model_name, category, kinds, seed, noise, unread, hidden, rng_seed = trial
+    model_name, category, kinds, seed, level, unread, hidden, rng_seed = trial
     if model_name not in _TOPOLOGIES:
         _TOPOLOGIES[model_name] = build_topology(RACKS[model_name], model_named(model_name))
     _MTTR = _MTTR or load_mttr_model()
@@ -102,7 +102,7 @@ def run_trial(trial, window_s, snapshot_dir=None):
         # A part that spans every tray (a cartridge, a switch chip) stays in view through the others.
         unread_trays = rng.sample(spare if len(spare) >= unread else trays, unread) if unread else []
     faults += [{"kind": "tray_unreachable", "tray": tray} for tray in unread_trays]
-    raw = {"scenario": f"bench-{rng_seed}", "seed": seed, "noise": NOISE_LEVELS[noise], "faults": faults}
+    raw = {"scenario": f"bench-{rng_seed}", "seed": seed, "noise": noise(level, topology.model), "faults": faults}
     scenario = parse_scenario(raw, f"<bench trial {rng_seed}>")
     stored = None
     if snapshot_dir:  # keyed on what is simulated, so a changed generator never reads a stale snapshot
@@ -126,7 +126,7 @@ def run_trial(trial, window_s, snapshot_dir=None):
         "model": model_name,
         "kinds": kinds,
         "labels": labels,
-        "noise": noise,
+        "noise": level,
         "truths": truths,
         "top1": set(ranked[:n]) == set(truths) and len(declared) == n,
         "topk": all(t in ranked[: n + 2] for t in truths),

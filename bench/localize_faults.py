@@ -3,11 +3,28 @@ with the part it should be blamed on, and the in-spec noise levels of healthy li
 
 from collections import defaultdict
 
-NOISE_LEVELS = {  # all in spec: CRC far below DCGM's 100/s, a stray replay now and then
-    "low": {"crc_per_s": 0.002, "replay_per_s": 2e-6, "ber": 1e-15},
-    "mid": {"crc_per_s": 0.1, "replay_per_s": 2e-5, "ber": 1e-14},
-    "high": {"crc_per_s": 2.0, "replay_per_s": 1e-4, "ber": 1e-13},
+from opsctl.simulation.scenario import DL_RATES
+from probes.sim.sku_models import SIM_SKUS
+
+# In spec: on NVLink 4 CRC errors far below DCGM's 100/s (they warn) and no replay (DCGM fails a
+# link on one); the BER below 1e-12 on every link, the noisiest included (the simulator spreads a
+# level lognormally over the links: at seed 2 one of 1,296 links has 16 times it).
+NOISE_LEVELS = {
+    "low": {"crc_per_s": 0.002, "ber": 1e-15},
+    "mid": {"crc_per_s": 0.1, "ber": 1e-14},
+    "high": {"crc_per_s": 2.0, "ber": 5e-14},
 }
+
+
+def has_dl_counters(model):
+    """Do the rack's GPUs have the data-link CRC, replay and recovery counters (NVLink 4; Blackwell has none)?"""
+    return SIM_SKUS[model.sku].nvlink_dl_counters
+
+
+def noise(level, model):
+    """A noise level on a rack of this model: on NVLink 5, whose GPUs have no data-link counter
+    and where DCGM fails any counted error, only its BER."""
+    return {k: v for k, v in NOISE_LEVELS[level].items() if has_dl_counters(model) or k not in DL_RATES}
 SEEDS = (1, 2, 3)  # few seeds: trays a fault leaves alone are read once per seed and noise
 RACKS = {"gb200-nvl72": "rack07", "hgx-h100": "hgx01"}
 
@@ -33,9 +50,13 @@ class Generator:
         return component_id.split("/", 1)[1]
 
     def errors(self):
-        """Error rates of a marginal-to-bad link: CRC above DCGM's limit or replays, or both."""
+        """Error rates of a marginal-to-bad link: on NVLink 4 CRC above DCGM's limit or replays, or
+        both; on NVLink 5 symbol and receive errors, any of which DCGM fails."""
         rng = self.rng
-        rates = {"crc_per_s": round(rng.uniform(20, 400), 1), "replay_per_s": round(10 ** rng.uniform(-1.3, 0.5), 3)}
+        if has_dl_counters(self.topology.model):
+            rates = {"crc_per_s": round(rng.uniform(20, 400), 1), "replay_per_s": round(10 ** rng.uniform(-1.3, 0.5), 3)}
+        else:
+            rates = {"symbol_per_s": round(10 ** rng.uniform(-0.5, 2), 2), "rcv_errors_per_s": round(10 ** rng.uniform(-1, 1.5), 2)}
         if rng.random() < 0.3:
             rates["ber"] = float(f"{10 ** rng.uniform(-11, -9):.1e}")
         return rates

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from localize_faults import NOISE_LEVELS, Generator  # noqa: E402
+from localize_faults import NOISE_LEVELS, Generator, noise  # noqa: E402
 from opsctl.localize import localize_files  # noqa: E402
 from simulated_snapshots import simulated_snapshot  # noqa: E402
 from opsctl.rack_models import model_named  # noqa: E402
@@ -55,7 +55,7 @@ def make_rack(number, directory):
     faults = Generator(topology, rng, WINDOW_S).faults(kinds)[0]
     if rng.random() < 0.05:
         faults.append({"kind": "tray_unreachable", "tray": rng.choice(topology.model.compute_tray_names())})
-    scenario = parse_scenario({"scenario": rack, "seed": number, "noise": NOISE_LEVELS[rng.choice(list(NOISE_LEVELS))],
+    scenario = parse_scenario({"scenario": rack, "seed": number, "noise": noise(rng.choice(list(NOISE_LEVELS)), topology.model),
                                "faults": faults}, f"<{rack}>")
     snapshot = simulated_snapshot(compile_rack_spec(scenario, topology), WINDOW_S)
     path.write_text(json.dumps(snapshot))

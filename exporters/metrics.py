@@ -41,12 +41,13 @@ LINK = GPU + ("port", "switch")
 INFO = GPU + ("name", "serial", "pci_bus_id", "driver_version", "vbios", "inforom", "module_id",
               "chassis_serial", "slot", "tray_index")
 
-# The reader's per-link counters and the metric each becomes (all counters, NVLink 5 ones absent
-# on Hopper). A counter the reader adds later is exported as opsctl_nvlink_<its name>_total.
+# The reader's per-link counters and the metric each becomes (all counters; the NVLink 5 ones absent
+# on Hopper, the data-link ones on Blackwell). A counter the reader adds later is exported as
+# opsctl_nvlink_<its name>_total.
 LINK_COUNTERS = {
-    "crc_errors": ("opsctl_nvlink_crc_errors_total", "Flit CRC errors received on the link."),
-    "replay_errors": ("opsctl_nvlink_replay_errors_total", "Data-link replays: flits resent after an error."),
-    "recovery_errors": ("opsctl_nvlink_recovery_errors_total", "Data-link recoveries: the link retrained after errors."),
+    "crc_errors": ("opsctl_nvlink_crc_errors_total", "Flit CRC errors received on the link (data-link counter: NVLink 4 and older)."),
+    "replay_errors": ("opsctl_nvlink_replay_errors_total", "Data-link replays: flits resent after an error (NVLink 4 and older)."),
+    "recovery_errors": ("opsctl_nvlink_recovery_errors_total", "Data-link recoveries: the link retrained after errors (NVLink 4 and older)."),
     "recovery_successful": ("opsctl_nvlink_recoveries_successful_total", "Link recovery events that succeeded (NVLink 5)."),
     "recovery_failed": ("opsctl_nvlink_recoveries_failed_total", "Link recovery events that failed: each one is the link going down (NVLink 5)."),
     "recovery_events": ("opsctl_nvlink_recovery_events_total", "Link recovery events (NVLink 5)."),

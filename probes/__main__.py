@@ -13,6 +13,7 @@ import sys
 from typing import Any, NoReturn, TextIO
 
 from probes.backend import BackendError, open_backend
+from probes.counters import SNAPSHOT_COUNTERS
 from probes.exit_codes import EXIT_INCOMPLETE, EXIT_USAGE
 from probes import json_lines
 from probes.hangup import STOP_ON_STDIN_EOF, watch_for_hangup
@@ -210,8 +211,8 @@ def emit(document: dict[str, Any], as_json: bool) -> None:
         if c["verdict"] != "pass":
             print(f"  {c['verdict']:<10} {c['component']:<12} {c['check']}: {c['reason']}")
     for row in document.get("links", []):
-        if any(row.get(k) for k in ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events")) \
-                or row.get("state") != "up":
+        # Any counter that moved, whichever the link's generation has (NVLink 5: no data-link counters).
+        if any(row.get(k) for k in SNAPSHOT_COUNTERS) or row.get("state") != "up":
             print(f"  link {row}")
     if checks:
         print(f"  {sum(c['verdict'] == 'pass' for c in checks)} of {len(checks)} checks passed")

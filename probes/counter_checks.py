@@ -57,19 +57,31 @@ def counter_checks(component: str, counters: dict[str, Any], refs: References, l
 def _required_counter_checks(component: str, links: list[dict[str, Any]], generation: int | str,
                              rules: dict[str, Any]) -> list[Check]:
     """The counters every GPU of this NVLink generation must report. One it does not report
-    (NOT_SUPPORTED, a driver that is too old) leaves its rule unjudged: incomplete, never a pass."""
-    required = rules["nvlink_required"].get(generation) or rules["nvlink_required"].get(str(generation)) or []
+    (NOT_SUPPORTED, a driver that is too old) leaves its rule unjudged: incomplete, never a pass.
+    The counters the generation does not have (rules.yaml nvlink_not_reported: the data-link ones
+    on NVLink 5) are neither: the pass says they are not this generation's."""
+    required = _for_generation(rules["nvlink_required"], generation)
     missing: dict[str, list[int]] = {}
     for link in links:
         for counter in required:
             if counter not in link["deltas"]:
                 missing.setdefault(counter, []).append(link["port"])
     if not missing:
-        return [check("nvlink.counters_read", component, "pass", [], required, "counters", "missing",
-                      rules["nvlink_required_source"], f"every NVLink {generation} counter read on all {len(links)} links")]
+        not_its = _for_generation(rules["nvlink_not_reported"], generation)
+        absent = [counter for counter in not_its if not any(counter in link["deltas"] for link in links)]
+        reason, source = f"every NVLink {generation} counter read on all {len(links)} links", rules["nvlink_required_source"]
+        if absent:
+            reason += f"; {', '.join(absent)} not reported, as NVLink {generation} has none"
+            source += "; " + rules["nvlink_not_reported_source"]
+        return [check("nvlink.counters_read", component, "pass", [], required, "counters", "missing", source, reason)]
     what = "; ".join(f"{counter} on {len(ports)} of {len(links)} links" for counter, ports in missing.items())
     return [check("nvlink.counters_read", component, "incomplete", sorted(missing), required, "counters", "missing",
                   rules["nvlink_required_source"], f"NVLink {generation} counters not reported, their rules not judged: {what}")]
+
+
+def _for_generation(table: dict[Any, list[str]], generation: int | str) -> list[str]:
+    """A rulebook table's counters for an NVLink generation (by its number, or the number as text)."""
+    return table.get(generation) or table.get(str(generation)) or []
 
 
 def _link_count_check(component: str, links: list[dict[str, Any]], expected: dict[str, Any]) -> Check:

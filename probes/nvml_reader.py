@@ -38,8 +38,9 @@ FABRIC_HEALTH_FLAGS = ("degraded_bw", "route_recovery", "route_unhealthy", "acce
 FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_SUMMARIES = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
 
-# Per-link counters: name -> the field that carries it. DL_* are on every NVLink generation
-# as field values; the COUNT_* ones are NVLink 5 (Blackwell). Counters are monotonic.
+# Per-link counters: name -> the field that carries it. DL_* are the data-link counters of
+# NVLink 4 and older (NVML removed them on Blackwell: NOT_SUPPORTED there); the COUNT_* ones are
+# NVLink 5 (Blackwell). Counters are monotonic.
 LINK_COUNTER_FIELDS = {
     "crc_errors": "NVML_FI_DEV_NVLINK_ERROR_DL_CRC",
     "replay_errors": "NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY",
@@ -70,7 +71,8 @@ LINK_TRAFFIC_FIELDS = {
     "tx_bytes": (("NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES", 1), ("NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", 1024)),
     "rx_bytes": (("NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES", 1), ("NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX", 1024)),
 }
-# The legacy per-link error counter call, used where the DL field is not supported.
+# The legacy per-link error counter call, used where the DL field is not supported (a driver
+# older than the field); a GPU that does not support the call (Blackwell) is not asked again.
 LEGACY_COUNTERS = {
     "crc_errors": "NVML_NVLINK_ERROR_DL_CRC_FLIT",
     "replay_errors": "NVML_NVLINK_ERROR_DL_REPLAY",
@@ -174,6 +176,9 @@ class NvmlReader:
                            if hasattr(nvml, const)}
         self._fec0 = nvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0
         self._link_counts: dict[int, int] = {}
+        # GPUs that answered NOT_SUPPORTED to nvmlDeviceGetNvLinkErrorCounter: asking each of their
+        # links for each counter again would cost a driver call apiece for the same answer.
+        self._no_legacy_counters: set[int] = set()
 
     # --- the system --------------------------------------------------------------------------
     def system(self) -> dict[str, Any]:
@@ -564,10 +569,16 @@ class NvmlReader:
         for name, const in LEGACY_COUNTERS.items():
             if name in link.counters:
                 continue
+            if reading.index in self._no_legacy_counters:
+                if "nvmlDeviceGetNvLinkErrorCounter" not in reading.unsupported:
+                    reading.unsupported.append("nvmlDeviceGetNvLinkErrorCounter")
+                break
             value = self._call(reading, "nvmlDeviceGetNvLinkErrorCounter", handle, link.port, getattr(nvml, const))
             if value is not None:
                 link.counters[name] = value
                 link.unsupported.remove(name)
+            elif "nvmlDeviceGetNvLinkErrorCounter" in reading.unsupported:
+                self._no_legacy_counters.add(reading.index)
         remote = self._call(reading, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link.port)
         if remote is not None:
             link.remote_pci_bus_id = _text(remote.busId)

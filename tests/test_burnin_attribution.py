@@ -53,7 +53,7 @@ def test_without_a_failing_link_an_nvlink_xid_fails_its_gpu(rack07_topology):
 
 
 def test_with_two_failing_links_the_symptom_goes_to_the_first_and_names_both(rack07_topology):
-    other = Check("nvlink.replay_errors", f"{GPU}/nvl02", "fail", 3, 1, "in window", ">=")
+    other = Check("nvlink.rcv_errors", f"{GPU}/nvl02", "fail", 3, 1, "in window", ">=")
     moved, failing = judged(rack07_topology, link_down(), other, Check("xid", GPU, "fail", 149, "RESET_GPU", "XID", "logged"))
     assert failing["gpus"] == [] and moved[2].component == f"{GPU}/nvl02" and LINK in moved[2].reason
 
@@ -82,9 +82,9 @@ def test_a_switch_trays_progress_line_says_its_failures_are_links():
     fields = TrayResult.__dataclass_fields__
     base = {name: None for name in fields}
     switch = TrayResult(**{**base, "document": {"checks": [
-        {"check": "nvlink.crc_errors", "component": "sw1", "verdict": "fail", "link": "ct05/gpu1/nvl07"},
-        {"check": "nvlink.replay_errors", "component": "sw1", "verdict": "fail", "link": "ct05/gpu1/nvl07"},
-        {"check": "nvlink.crc_errors", "component": "sw0", "verdict": "pass"}]}})
+        {"check": "nvlink.symbol_errors", "component": "sw1", "verdict": "fail", "link": "ct05/gpu1/nvl07"},
+        {"check": "nvlink.rcv_errors", "component": "sw1", "verdict": "fail", "link": "ct05/gpu1/nvl07"},
+        {"check": "nvlink.symbol_errors", "component": "sw0", "verdict": "pass"}]}})
     assert _what_failed(switch) == ": 1 link(s)"
     compute = TrayResult(**{**base, "document": {"gpus": [{"checks": [
         {"check": "nvlink.state", "component": "gpu2/nvl01", "verdict": "fail"},

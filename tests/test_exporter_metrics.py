@@ -154,6 +154,10 @@ def test_what_nvml_does_not_support_is_absent_not_zero(sim_exporter, hgx_topolog
     assert values(samples, "opsctl_nvlink_effective_bit_error_ratio", gpu=1) == []
     assert len(values(samples, "opsctl_nvlink_symbol_bit_error_ratio", gpu=1)) == 18
     assert values(samples, "opsctl_exporter_collect_errors_total") == [0] * 4  # not supported is no error
+    # Blackwell: no data-link counters (NVML removed them there), so no such series — not zeros.
+    for name in ("opsctl_nvlink_crc_errors_total", "opsctl_nvlink_replay_errors_total", "opsctl_nvlink_recovery_errors_total"):
+        assert values(samples, name) == [], name
+    assert len(values(samples, "opsctl_nvlink_receive_errors_total")) == 4 * 18
     # Hopper: no NVLink 5 fields, no fabric health bits.
     hopper = sim_exporter(topology=hgx_topology).wait_for(all_up(8))
     assert values(hopper, "opsctl_nvlink_effective_bit_error_ratio") == []

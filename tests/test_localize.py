@@ -78,16 +78,21 @@ def test_every_suspect_says_what_to_do_and_why(seeded):
     assert "drops" in flap["evidence"][0] and "at the GPU end" in flap["evidence"][0] and "at the switch end" in flap["evidence"][0]
 
 
-# Links differ (the simulator spreads each link's noise lognormally, σ 0.6): at 10/s the noisiest of
-# 1,296 links stays below DCGM's 100/s.
+# Links differ (the simulator spreads each link's noise lognormally, σ 0.6): at 10 CRC errors a second
+# the noisiest of an HGX's 144 links stays below DCGM's 100/s, and at a BER of 1e-13 the noisiest of an
+# NVL72's 1,296 below its 1e-12. An NVLink 5 link has no in-spec counted error (DCGM fails any), nor a
+# data-link CRC counter: its noise is its BER alone.
 @pytest.mark.slow
-@pytest.mark.parametrize("noise", ["{crc_per_s: 0.002}", "{crc_per_s: 10.0, ber: 1.0e-13}"])
-def test_a_healthy_rack_has_no_suspects_even_with_in_spec_noise(rack07_topology, noise):
-    snap = snapshot_of(f"seed: 1\nnoise: {noise}\n", rack07_topology)
-    crc = max(link["crc_errors"] for link in snap["links"])
-    result = localize_snapshot(snap, rack07_topology)
+@pytest.mark.parametrize("rack, noise, field, links", [
+    ("hgx", "{crc_per_s: 0.002}", "crc_errors", 144), ("hgx", "{crc_per_s: 10.0, ber: 1.0e-13}", "crc_errors", 144),
+    ("rack07", "{ber: 1.0e-15}", "effective_ber", 1296), ("rack07", "{ber: 1.0e-13}", "effective_ber", 1296)])
+def test_a_healthy_rack_has_no_suspects_even_with_in_spec_noise(rack07_topology, hgx_topology, rack, noise, field, links):
+    topology = rack07_topology if rack == "rack07" else hgx_topology
+    snap = snapshot_of(f"seed: 1\nnoise: {noise}\n", topology)
+    noisiest = max(link.get(field, 0) for link in snap["links"])
+    result = localize_snapshot(snap, topology)
     assert result["suspects"] == [] and result["status"] == "healthy" and result["healthy"]
-    assert result["observed"]["links"] == 1296 and crc > 0  # noise was there to be ignored
+    assert result["observed"]["links"] == links and noisiest > 0  # noise was there to be ignored
 
 
 @pytest.mark.slow
@@ -125,7 +130,7 @@ def test_three_unrelated_links_in_one_cartridge_stay_three_links(rack07_topology
         if len(chosen) == 3:
             break
     text = "seed: 1\nfaults:\n" + "".join(
-        f"  - {{kind: link_errors, link: {link.split('/', 1)[1]}, crc_per_s: 150, replay_per_s: 0.5}}\n" for link in chosen)
+        f"  - {{kind: link_errors, link: {link.split('/', 1)[1]}, symbol_per_s: 40, rcv_errors_per_s: 20}}\n" for link in chosen)
     result = localize_snapshot(snapshot_of(text, rack07_topology), rack07_topology)
     assert declared(result) == set(chosen)
 
@@ -157,14 +162,14 @@ def test_a_gpu_blamed_on_its_own_xid_gets_the_catalogs_action(rack07_topology, f
 @pytest.mark.slow
 def test_two_faults_at_once(rack07_topology):
     text = ("seed: 1\nfaults:\n  - {kind: switch_chip_failed, part: st2/sw0}\n"
-            "  - {kind: bad_pins, part: ct15/j1, links: 4, crc_per_s: 200, replay_per_s: 1}\n")
+            "  - {kind: bad_pins, part: ct15/j1, links: 4, symbol_per_s: 50, rcv_errors_per_s: 25}\n")
     result = localize_snapshot(snapshot_of(text, rack07_topology), rack07_topology)
     assert declared(result) == {"rack07/st2/sw0", "rack07/ct15/j1"}
 
 
 def test_an_unread_tray_is_reported_and_the_fault_elsewhere_still_found(rack07_topology, opsctl, tmp_path):
     text = ("seed: 1\nfaults:\n  - {kind: tray_unreachable, tray: ct03}\n"
-            "  - {kind: link_errors, link: ct10/gpu3/nvl11, crc_per_s: 300, replay_per_s: 1}\n")
+            "  - {kind: link_errors, link: ct10/gpu3/nvl11, symbol_per_s: 30, rcv_errors_per_s: 15}\n")
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(snapshot_of(text, rack07_topology)))
     result = opsctl("localize", path, "--json")

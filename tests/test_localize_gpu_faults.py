@@ -8,10 +8,10 @@ from opsctl.localize import localize_snapshot
 
 
 def snapshot(topology, failed=None, bad_links=()):
-    """Every link read clean at its GPU end but `bad_links` (one replay each); `failed`:
-    {GPU id: [failed check, …]}."""
-    links = [{"gpu": link.gpu, "port": link.port, "state": "up", "crc_errors": 0,
-              "replay_errors": 1 if link_id in bad_links else 0} for link_id, link in sorted(topology.links.items())]
+    """Every link read clean at its GPU end but `bad_links` (one receive error each: NVLink 5, no
+    data-link counter on Blackwell); `failed`: {GPU id: [failed check, …]}."""
+    links = [{"gpu": link.gpu, "port": link.port, "state": "up", "symbol_errors": 0,
+              "rcv_errors": 1 if link_id in bad_links else 0} for link_id, link in sorted(topology.links.items())]
     gpus = [{"id": gpu, "reachable": True, "xids": [], "failed_checks": checks} for gpu, checks in (failed or {}).items()]
     return {"rack": topology.rack, "model": topology.model.name, "window_seconds": 60, "links": links, "gpus": gpus}
 

@@ -16,14 +16,15 @@ BISECTION = [{"check": "collective.bisection", "value": 690.0, "reason": "the al
 
 def snapshot(topology, slow=(), errors=(), trays=None):
     """Every link read clean at both ends, but `slow` (a failed traffic check, clean counters)
-    and `errors` (replays at the GPU end); trays: {tray: failed checks}."""
+    and `errors` (a receive error at the GPU end: NVLink 5, no data-link counter on Blackwell);
+    trays: {tray: failed checks}."""
     links = []
     for link_id, link in sorted(topology.links.items()):
-        entry = {"gpu": link.gpu, "port": link.port, "state": "up", "crc_errors": 0,
-                 "replay_errors": 1 if link_id in errors else 0}
+        entry = {"gpu": link.gpu, "port": link.port, "state": "up", "symbol_errors": 0,
+                 "rcv_errors": 1 if link_id in errors else 0}
         if link_id in slow:
             entry["failed_checks"] = SLOW
-        links += [entry, {"link": link_id, "side": "switch", "state": "up", "crc_errors": 0, "replay_errors": 0}]
+        links += [entry, {"link": link_id, "side": "switch", "state": "up", "symbol_errors": 0, "rcv_errors": 0}]
     document = {"rack": topology.rack, "model": topology.model.name, "window_seconds": 60, "links": links, "gpus": []}
     if trays:
         document["trays"] = [{"tray": tray, "status": "complete", "failed_checks": checks} for tray, checks in trays.items()]

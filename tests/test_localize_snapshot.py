@@ -10,16 +10,17 @@ from tests.conftest import assert_one_line_error
 
 
 def snapshot(rack="rack07", model="gb200-nvl72", **extra):
-    """A whole rack read over a minute: every link up with in-spec CRC noise, except
-    ct03/gpu2 port 5, which errors far past DCGM's limits."""
+    """A whole GB200 rack read over a minute: every link up with in-spec BER noise and its NVLink 5
+    counters (no data-link counter: Blackwell has none), except ct03/gpu2 port 5, which errors far
+    past DCGM's limits."""
     links = []
     for tray in range(1, 19):
         for gpu in range(4):
             for port in range(18):
                 links.append({"gpu": f"{rack}/ct{tray:02d}/gpu{gpu}", "port": port, "state": "up",
-                              "crc_errors": (tray * 7 + gpu * 3 + port) % 5, "replay_errors": 0, "recovery_errors": 0,
-                              "symbol_errors": 0, "link_down_events": 0})
-    links[(2 * 4 + 2) * 18 + 5].update({"crc_errors": 90000, "replay_errors": 400})
+                              "symbol_errors": 0, "rcv_errors": 0, "link_down_events": 0,
+                              "effective_ber": ((tray * 7 + gpu * 3 + port) % 5 + 1) * 1e-15})
+    links[(2 * 4 + 2) * 18 + 5].update({"symbol_errors": 720, "rcv_errors": 360})
     gpus = [{"id": f"{rack}/ct{tray:02d}/gpu{gpu}", "reachable": True, "xids": []} for tray in range(1, 19) for gpu in range(4)]
     document = {"rack": rack, "model": model, "window_seconds": 60, "links": links, "gpus": gpus}
     document.update(extra)
@@ -42,7 +43,7 @@ def test_a_small_snapshot_names_its_bad_link(opsctl, tmp_path):
     assert first["component"] == "rack07/ct03/gpu2/nvl05" and first["kind"] == "link" and first["score"] > 0.85
     assert rack["observed"]["links"] == 1296 and rack["status"] == "faulty"
     assert [s["component"] for s in rack["suspects"] if "alternative_to" not in s] == ["rack07/ct03/gpu2/nvl05"]
-    assert first["evidence"][0] == "rack07/ct03/gpu2/nvl05: CRC 90000, replays 400 at the GPU end, in 60 s"
+    assert first["evidence"][0] == "rack07/ct03/gpu2/nvl05: symbol errors 720, receive errors 360, BER 3e-15 at the GPU end, in 60 s"
 
 
 def test_with_few_links_read_the_localizer_does_not_pretend_to_know(opsctl, tmp_path, rack07_topology):

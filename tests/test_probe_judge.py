@@ -17,6 +17,11 @@ def gb200():
     return load_references("NVIDIA GB200")
 
 
+@pytest.fixture(scope="module")
+def h100():
+    return load_references("NVIDIA H100 80GB HBM3")
+
+
 def link(port=0, state="up", ber=1e-15, **deltas):
     window = 10.0
     return {"port": port, "side": "gpu", "state": state, "deltas": deltas,
@@ -54,8 +59,9 @@ def test_the_reference_follows_the_gpu_name(name, sku):
 
 
 @pytest.mark.parametrize("rate, verdict", [(99.9, "pass"), (100.0, "fail")])
-def test_crc_errors_fail_at_100_per_second(gb200, rate, verdict):
-    checks = link_rule_checks([link(3, crc_errors=int(rate * 10))], 10.0, gb200.rules, gpu_link("gpu1"), "gpu1")
+def test_crc_errors_fail_at_100_per_second(h100, rate, verdict):
+    # An HGX H100's data-link counters (NVLink 4), as DCGM's MonitorNVLink4Fields judges them.
+    checks = link_rule_checks([link(3, ber=None, crc_errors=int(rate * 10))], 10.0, h100.rules, gpu_link("gpu1"), "gpu1")
     crc = [c for c in checks if c["check"] == "nvlink.crc_errors"]
     assert len(crc) == 1 and crc[0]["verdict"] == verdict
     assert crc[0]["component"] == ("gpu1/nvl03" if verdict == "fail" else "gpu1")
@@ -66,20 +72,32 @@ NVLINK5 = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_ove
            "local_link_integrity_errors", "effective_errors")
 
 
-@pytest.mark.parametrize("counter, check, count, verdict", [
-    *[(c, c, n, v) for c in NVLINK5 for n, v in ((0, "pass"), (1, "fail"))],
-    ("recovery_failed", "link_down_events", 0, "pass"), ("recovery_failed", "link_down_events", 1, "fail"),
-    ("recovery_successful", "recovery_successful", 0, "pass"), ("recovery_successful", "recovery_successful", 1, "warn"),
-    ("replay_errors", "replay_errors", 1, "fail"), ("recovery_errors", "recovery_errors", 1, "fail"),
+@pytest.mark.parametrize("sku, counter, check, count, verdict", [
+    # NVLink 5 (GB200): DCGM MonitorNVLink5Fields' counters and the recovery events.
+    *[("gb200", c, c, n, v) for c in NVLINK5 for n, v in ((0, "pass"), (1, "fail"))],
+    ("gb200", "recovery_failed", "link_down_events", 0, "pass"), ("gb200", "recovery_failed", "link_down_events", 1, "fail"),
+    ("gb200", "recovery_successful", "recovery_successful", 0, "pass"),
+    ("gb200", "recovery_successful", "recovery_successful", 1, "warn"),
+    # NVLink 4 (H100): DCGM MonitorNVLink4Fields' data-link replays and recoveries, which Blackwell does not have.
+    *[("h100", c, c, n, v) for c in ("replay_errors", "recovery_errors") for n, v in ((0, "pass"), (1, "fail"))],
 ])
-def test_each_nvlink_counter_is_judged_at_dcgms_limit(gb200, counter, check, count, verdict):
+def test_each_nvlink_counter_is_judged_at_dcgms_limit(gb200, h100, sku, counter, check, count, verdict):
     # DCGM_LIMIT_MAX_NVLINK_ERROR = 1: one count in the window is the decision point.
+    refs = gb200 if sku == "gb200" else h100
     links = [link(p, **{counter: 0}) for p in range(18)]
     links[7] = link(7, **{counter: count})
-    found = verdicts(link_rule_checks(links, 60.0, gb200.rules, gpu_link("gpu0"), "gpu0"))
+    found = verdicts(link_rule_checks(links, 60.0, refs.rules, gpu_link("gpu0"), "gpu0"))
     component = "gpu0/nvl07" if verdict != "pass" else "gpu0"
     assert found[(f"nvlink.{check}", component)] == verdict
-    assert "DCGM" in next(r["source"] for r in gb200.rules["link_counters"] if r["counter"] == counter)
+    assert "DCGM" in next(r["source"] for r in refs.rules["link_counters"] if r["counter"] == counter)
+
+
+@pytest.mark.parametrize("ber, verdict", [(1.0e-12, "pass"), (1.1e-12, "fail")])
+def test_effective_ber_fails_above_1e_12(gb200, ber, verdict):
+    links = [link(p) for p in range(18)]
+    links[4] = link(4, ber=ber)
+    found = verdicts(link_rule_checks(links, 60.0, gb200.rules, gpu_link("gpu0"), "gpu0"))
+    assert found[("nvlink.effective_ber", "gpu0/nvl04" if verdict == "fail" else "gpu0")] == verdict
 
 
 @pytest.mark.parametrize("reported, verdict", [(("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
@@ -89,6 +107,45 @@ def test_a_blackwell_gpu_that_does_not_report_its_nvlink5_counters_is_incomplete
     links = [link(p, **{c: 0 for c in reported}) for p in range(18)]
     checks = judge_gpu({"index": 0, "counters": {"window_s": 60.0, "links": links, "xids": []}}, gb200, {})
     assert verdicts(checks)[("nvlink.counters_read", "gpu0")] == verdict
+
+
+def test_a_healthy_gb200_without_data_link_counters_is_judged_complete_and_passing(sim_rack, gb200):
+    """Read through the simulated NVML, which answers NOT_SUPPORTED for the data-link counters as a
+    Blackwell driver does: every NVLink 5 counter judged, nothing incomplete, nothing failed."""
+    from probes import c2c_link
+    from probes.counters import gpu_window
+    from probes.nvml_reader import NvmlReader
+    from probes.sim import SimNvml
+
+    rack = sim_rack("seed: 4\n")
+    nvml = SimNvml(rack, "ct04")
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.now)
+    before = reader.read_all()
+    rack.clock.advance(60)
+    after = reader.read_all()
+    for first, last in zip(before, after):
+        assert "nvmlDeviceGetNvLinkErrorCounter" in last.unsupported and "crc_errors" in last.links[0].unsupported
+        entry = {"index": last.index, "before": first.to_dict(), "counters": gpu_window(first, last, []),
+                 "c2c": c2c_link.window(first, last)}  # the run document's sections these readings make
+        checks = judge_gpu(entry, gb200, {})
+        assert {c["verdict"] for c in checks} == {"pass"}, [c for c in checks if c["verdict"] != "pass"]
+        names = {c["check"] for c in checks}
+        assert {f"nvlink.{counter}" for counter in NVLINK5} | {"nvlink.total.recovery_failed", "nvlink.counters_read"} <= names
+        assert not any(".crc_errors" in name or ".replay_errors" in name or ".recovery_errors" in name for name in names)
+        read = next(c for c in checks if c["check"] == "nvlink.counters_read")
+        assert read["reason"].endswith("crc_errors, replay_errors, recovery_errors not reported, as NVLink 5 has none")
+        assert "nvml-api/change-log.html" in read["source"] and "MonitorNVLinkErrorFields" in read["source"]
+
+
+def test_a_blackwell_link_that_does_report_a_data_link_counter_is_still_judged_on_it(gb200):
+    # Absent is not this generation's; present (an older driver) is evidence, as DCGM's
+    # MonitorNVLink4Fields judges whatever the GPU reports.
+    links = [link(p, **dict.fromkeys(NVLINK5, 0), recovery_failed=0, recovery_successful=0) for p in range(18)]
+    links[2]["deltas"]["replay_errors"] = 1
+    checks = judge_gpu({"index": 0, "counters": {"window_s": 10.0, "links": links, "xids": []}}, gb200, {})
+    assert verdicts(checks)[("nvlink.replay_errors", "gpu0/nvl02")] == "fail"
+    assert verdicts(checks)[("nvlink.counters_read", "gpu0")] == "pass"
 
 
 @pytest.mark.parametrize("name, device, sku", [
@@ -101,15 +158,25 @@ def test_the_pci_device_id_tells_sxm_from_nvl_parts(name, device, sku):
     assert (load_references(name, device_id=device).sku or {}).get("sku") == sku
 
 
-def test_one_replay_or_a_high_ber_fails_only_its_link(gb200):
-    links = [link(p, replay_errors=0, crc_errors=1) for p in range(18)]
-    links[5] = link(5, replay_errors=1, crc_errors=1)
-    links[9] = link(9, ber=2e-12, replay_errors=0, crc_errors=1)
-    found = verdicts(link_rule_checks(links, 10.0, gb200.rules, gpu_link("gpu2"), "gpu2"))
+def test_one_replay_fails_only_its_link(h100):
+    links = [link(p, ber=None, replay_errors=0, crc_errors=1) for p in range(18)]
+    links[5] = link(5, ber=None, replay_errors=1, crc_errors=1)
+    found = verdicts(link_rule_checks(links, 10.0, h100.rules, gpu_link("gpu2"), "gpu2"))
     assert found[("nvlink.replay_errors", "gpu2/nvl05")] == "fail"
-    assert found[("nvlink.effective_ber", "gpu2/nvl09")] == "fail"
     assert found[("nvlink.crc_errors", "gpu2")] == "pass" and found[("nvlink.state", "gpu2")] == "pass"
     assert not any(component.endswith(("nvl00", "nvl01")) for _, component in found)
+
+
+def test_one_receive_error_or_a_high_ber_fails_only_its_link(gb200):
+    links = [link(p, rcv_errors=0, symbol_errors=0) for p in range(18)]
+    links[5] = link(5, rcv_errors=1, symbol_errors=0)
+    links[9] = link(9, ber=2e-12, rcv_errors=0, symbol_errors=0)
+    found = verdicts(link_rule_checks(links, 10.0, gb200.rules, gpu_link("gpu2"), "gpu2"))
+    assert found[("nvlink.rcv_errors", "gpu2/nvl05")] == "fail"
+    assert found[("nvlink.effective_ber", "gpu2/nvl09")] == "fail"
+    assert found[("nvlink.symbol_errors", "gpu2")] == "pass" and found[("nvlink.state", "gpu2")] == "pass"
+    assert not any(component.endswith(("nvl00", "nvl01")) for _, component in found)
+    assert not any(check in ("nvlink.crc_errors", "nvlink.replay_errors") for check, _ in found)  # none reported: none judged
 
 
 @pytest.mark.parametrize("reported, down, verdict", [(18, [], "pass"), (18, [13], "pass"), (18, list(range(18)), "pass"),

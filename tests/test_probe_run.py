@@ -16,7 +16,7 @@ faults:
   - {kind: thermal_throttle, gpu: ct03/gpu1, after_busy_s: 0.4, clock_factor: 0.7, temperature_c: 93}
   - {kind: link_degraded, link: ct03/gpu1/nvl09, factor: 0.4}
   - {kind: sdc, gpu: ct03/gpu2, probability: 0.05}
-  - {kind: link_errors, link: ct03/gpu3/nvl04, crc_per_s: 200, replay_per_s: 2, ber: 5.0e-11}
+  - {kind: link_errors, link: ct03/gpu3/nvl04, symbol_per_s: 20, rcv_errors_per_s: 10, ber: 5.0e-11}
   - {kind: ecc, gpu: ct03/gpu3, corrected_per_s: 1, uncorrected: 1, start_s: 1.0}
 """
 
@@ -88,9 +88,14 @@ def test_a_healthy_tray_passes_with_the_whole_document(spec_file):
             assert c["verdict"] == "pass" and c["source"] and c["reason"] and c["component"].startswith("gpu")
         names = {c["check"] for c in gpu["checks"]}
         assert {"gemm.bf16.mismatches", "gemm.bf16.tflops", "gemm.bf16.tflops.peers", "gemm.bf16.drop_pct",
-                "gemm.fp8.tflops", "membw.gbps", "nvlink.peer_gbps", "nvlink.link_traffic", "nvlink.replay_errors",
-                "nvlink.crc_errors", "nvlink.effective_ber", "nvlink.state", "nvlink.link_count",
+                "gemm.fp8.tflops", "membw.gbps", "nvlink.peer_gbps", "nvlink.link_traffic", "nvlink.symbol_errors",
+                "nvlink.rcv_errors", "nvlink.effective_ber", "nvlink.state", "nvlink.link_count", "nvlink.counters_read",
                 "under_load.clocks_event_reasons", "fabric.health", "xid"} <= names
+        # A GB200 reports no data-link counter (NVML change log, v565): nothing judged on them, and
+        # their absence is what NVLink 5 reports, not missing evidence.
+        assert not names & {"nvlink.crc_errors", "nvlink.replay_errors", "nvlink.recovery_errors"}
+        read = next(c for c in gpu["checks"] if c["check"] == "nvlink.counters_read")
+        assert "crc_errors, replay_errors, recovery_errors not reported" in read["reason"] and "v560 and v565" in read["source"]
 
 
 @pytest.mark.slow
@@ -105,8 +110,8 @@ def test_each_injected_fault_is_named(spec_file):
         ("under_load.clocks_event_reasons", "gpu1"),  # …and NVML says why
         ("nvlink.link_traffic", "gpu1/nvl09"),  # the degraded link carries less
         ("gemm.bf16.mismatches", "gpu2"),  # silent data corruption
-        ("nvlink.replay_errors", "gpu3/nvl04"),  # the bad link
-        ("nvlink.crc_errors", "gpu3/nvl04"),
+        ("nvlink.symbol_errors", "gpu3/nvl04"),  # the bad link
+        ("nvlink.rcv_errors", "gpu3/nvl04"),
         ("nvlink.effective_ber", "gpu3/nvl04"),
         ("ecc.uncorrected_volatile", "gpu3"),  # ECC
         ("memory.remapped_rows", "gpu3"),

@@ -11,6 +11,7 @@ from opsctl.simulation import compile_rack_spec, load_scenario
 from opsctl.simulation.scenario import FAULT_KINDS, scenario_from_text
 from opsctl.simulation.scenario_schema import FAULT_STRUCTS
 from probes.sim.spec import RackSpec
+from tests.conftest import assert_one_line_error
 
 
 def compile_text(text, topology):
@@ -87,6 +88,57 @@ def test_bad_pins_pick_the_same_links_for_the_same_seed(rack07_topology):
 def test_an_unreachable_tray_is_marked(rack07_topology):
     spec = compile_text("faults:\n  - {kind: tray_unreachable, tray: ct14}\n", rack07_topology)
     assert [t.name for t in spec.trays if t.unreachable] == ["ct14"]
+
+
+DL_ON_BLACKWELL = [
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, crc_per_s: 180}\n", "faults[0] (link_errors): crc_per_s:"),
+    ("faults:\n  - {kind: link_errors, link: ct02/gpu1/nvl03, replay_per_s: 1, symbol_per_s: 3}\n", "faults[0] (link_errors): replay_per_s:"),
+    ("faults:\n  - {kind: bad_pins, part: ct12/j2, links: 2, recovery_per_s: 1}\n", "faults[0] (bad_pins): recovery_per_s:"),
+    ("faults:\n  - {kind: link_totals, link: ct02/gpu1/nvl03, crc: 3, replay: 1}\n", "faults[0] (link_totals): crc, replay:"),
+    ("noise: {crc_per_s: 0.002, ber: 1.0e-15}\n", "noise: crc_per_s:"),
+]
+
+
+@pytest.mark.parametrize("text, where", DL_ON_BLACKWELL)
+def test_a_data_link_counter_asked_of_a_blackwell_rack_is_refused_naming_the_nvlink5_keys(rack07_topology, text, where):
+    # NVML removed the data-link counters on Blackwell (change log, v560 to v565): a GB200 would count
+    # them where nothing reads them, and NVIDIA documents no NVLink 5 counter as their equivalent.
+    with pytest.raises(InputError) as error:
+        compile_text(text, rack07_topology)
+    message = str(error.value)
+    assert message.startswith(f"s.yaml: {where}") and "\n" not in message
+    assert "NVML removed the DL counters on Blackwell" in message and "gb200" in message
+    assert ("recovery_failed, recovery_successful" if "link_totals" in where else "rcv_errors_per_s" if "noise" not in where
+            else "ber") in message
+
+
+@pytest.mark.parametrize("text, where", DL_ON_BLACKWELL)
+def test_an_hgx_rack_takes_the_data_link_keys_as_before(hgx_topology, text, where):
+    text = text.replace("ct02/gpu1/nvl03", "gpu1/nvl03").replace("part: ct12/j2", "part: baseboard")
+    spec = compile_text(text, hgx_topology)
+    key = where.rstrip(":").split(": ")[-1].split(",")[0]  # the first data-link key the Blackwell rack refused
+    given = [spec.noise] + [e.params for tray in spec.trays for g in tray.gpus for link in g.links for e in link.effects]
+    assert any(key in params for params in given), key
+
+
+@pytest.mark.parametrize("topology, rates", [("rack07_topology", {"symbol_per_s": 80.0, "rcv_errors_per_s": 40.0, "ber": 2e-10}),
+                                             ("hgx_topology", {"crc_per_s": 150.0, "replay_per_s": 1.0, "ber": 2e-10})])
+def test_bad_pins_without_rates_count_in_the_racks_own_counters(request, topology, rates):
+    topology = request.getfixturevalue(topology)
+    part = "ct12/j2" if topology.model.is_nvl72 else "baseboard"
+    spec = compile_text(f"faults:\n  - {{kind: bad_pins, part: {part}, links: 2}}\n", topology)
+    found = [e.params for tray in spec.trays for g in tray.gpus for link in g.links for e in link.effects]
+    assert found == [rates] * 2
+
+
+def test_a_data_link_key_on_the_cli_is_one_line_and_exit_2(opsctl, tmp_path):
+    (tmp_path / "dl.yaml").write_text("faults:\n  - {kind: link_errors, link: ct05/gpu1/nvl07, crc_per_s: 180}\n")
+    (tmp_path / "inv.yaml").write_text(
+        "all:\n  children:\n    rackx:\n      vars:\n        opsctl_model: gb200-nvl72\n        opsctl_transport: local\n"
+        "        opsctl_backend: sim\n        opsctl_scenario: dl.yaml\n      hosts:\n        rackx-ct[01:18]:\n"
+        "        rackx-st[1:9]:\n")
+    result = opsctl("-i", tmp_path / "inv.yaml", "sim", "faults", "rackx")
+    assert_one_line_error(result, 2, "crc_per_s", "symbol_per_s, rcv_errors_per_s", "Blackwell")
 
 
 BAD_SCENARIOS = [

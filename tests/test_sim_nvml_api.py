@@ -56,3 +56,26 @@ def test_calls_before_init_raise_uninitialized(sim_rack):
     assert nvml.nvmlDeviceGetCount() == 4
     with pytest.raises(pynvml.NVMLError_InvalidArgument):
         nvml.nvmlDeviceGetHandleByIndex(4)
+
+
+DL_FIELDS = ("NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY", "NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY", "NVML_FI_DEV_NVLINK_ERROR_DL_CRC")
+DL_COUNTERS = ("NVML_NVLINK_ERROR_DL_REPLAY", "NVML_NVLINK_ERROR_DL_RECOVERY", "NVML_NVLINK_ERROR_DL_CRC_FLIT")
+
+
+@pytest.mark.parametrize("rack, tray, supported", [("gb200", "ct01", False), ("h100", None, True)])
+def test_only_blackwell_answers_not_supported_for_the_data_link_counters(sim_rack, hgx_topology, rack, tray, supported):
+    # NVML API Reference, Change Log, v560 to v565: nvmlDeviceGetNvLinkErrorCounter and the DL_* field
+    # ids removed on Blackwell (the simulated GB200 runs driver 570); Hopper keeps them.
+    nvml = SimNvml(sim_rack() if rack == "gb200" else sim_rack(topology=hgx_topology), tray)
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    fields = [(getattr(pynvml, name), 3) for name in DL_FIELDS] + [(pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS, 3)]
+    answers = [value.nvmlReturn for value in nvml.nvmlDeviceGetFieldValues(handle, fields)]
+    dl_answer = pynvml.NVML_SUCCESS if supported else pynvml.NVML_ERROR_NOT_SUPPORTED
+    assert answers == [dl_answer] * 3 + [pynvml.NVML_ERROR_NOT_SUPPORTED if supported else pynvml.NVML_SUCCESS]
+    for name in DL_COUNTERS:
+        if supported:
+            assert nvml.nvmlDeviceGetNvLinkErrorCounter(handle, 3, getattr(pynvml, name)) == 0
+        else:
+            with pytest.raises(pynvml.NVMLError_NotSupported):
+                nvml.nvmlDeviceGetNvLinkErrorCounter(handle, 3, getattr(pynvml, name))

@@ -15,6 +15,10 @@ def reader_for(rack, tray):
     return NvmlReader(nvml)
 
 
+NVLINK5_ERRORS = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
+                  "local_link_integrity_errors", "effective_errors", "recovery_failed", "recovery_successful")
+
+
 def link_delta(before, after, gpu, port, counter):
     return after[gpu].links[port].counters[counter] - before[gpu].links[port].counters[counter]
 
@@ -33,25 +37,29 @@ def test_a_healthy_tray_reads_clean_over_a_window(sim_rack):
         assert not any(gpu_after.fabric["health"].values())
         assert len(gpu_after.links) == 18 and all(link.state == "up" for link in gpu_after.links)
         for b, a in zip(gpu_before.links, gpu_after.links):
-            assert a.counters["replay_errors"] - b.counters["replay_errors"] == 0
-            assert a.counters["crc_errors"] - b.counters["crc_errors"] < 100 * 600  # in-spec noise
+            # Every NVLink 5 error counter reads and none moves (DCGM fails any increase); the BER is in spec.
+            assert {name: a.counters[name] - b.counters[name] for name in NVLINK5_ERRORS} == dict.fromkeys(NVLINK5_ERRORS, 0)
             assert a.effective_ber < 1e-12
-    # A healthy link arrives with no recovery or replay total: DCGM 4.6 fails them as they stand
+            # Blackwell has no data-link counters: NOT_SUPPORTED, as field values and as the legacy call.
+            assert {"crc_errors", "replay_errors", "recovery_errors"} <= set(a.unsupported) and "crc_errors" not in a.counters
+        assert "nvmlDeviceGetNvLinkErrorCounter" in gpu_after.unsupported
+    # A healthy link arrives with no recovery total: DCGM 4.6 fails them as they stand
     # (MonitorNVLinkErrorFields), so a simulated healthy GPU carries none.
-    assert sum(link.counters["recovery_failed"] + link.counters["recovery_successful"] + link.counters["replay_errors"]
+    assert sum(link.counters["recovery_failed"] + link.counters["recovery_successful"]
                for gpu in before for link in gpu.links) == 0
 
 
 def test_link_errors_show_as_counter_deltas_and_ber(sim_rack):
-    rack = sim_rack("faults:\n  - {kind: link_errors, link: ct05/gpu1/nvl07, crc_per_s: 180, replay_per_s: 0.8, ber: 3.0e-11}\n")
+    rack = sim_rack("faults:\n  - {kind: link_errors, link: ct05/gpu1/nvl07, symbol_per_s: 12, rcv_errors_per_s: 6, ber: 3.0e-11}\n")
     reader = reader_for(rack, "ct05")
     before = reader.read_all()
     rack.clock.advance(100)
     after = reader.read_all()
-    assert 17_900 <= link_delta(before, after, 1, 7, "crc_errors") <= 18_200
-    assert 79 <= link_delta(before, after, 1, 7, "replay_errors") <= 81
+    assert link_delta(before, after, 1, 7, "symbol_errors") == pytest.approx(1_200, abs=1)
+    assert link_delta(before, after, 1, 7, "rcv_errors") == pytest.approx(600, abs=1)
+    assert link_delta(before, after, 1, 7, "effective_errors") == pytest.approx(1_200, abs=1)  # 3e-11 of 4e11 bits a second
     assert after[1].links[7].effective_ber == pytest.approx(3e-11)
-    assert link_delta(before, after, 1, 6, "replay_errors") == 0
+    assert link_delta(before, after, 1, 6, "rcv_errors") == 0 and link_delta(before, after, 1, 6, "symbol_errors") == 0
 
 
 def test_a_flapping_link_goes_down_and_counts_failed_recoveries(sim_rack):
@@ -170,7 +178,7 @@ def test_not_supported_calls_and_fields_are_recorded_not_fatal(sim_rack):
 
 
 def test_hgx_h100_reads_through_the_legacy_calls(sim_rack, hgx_topology):
-    rack = sim_rack("faults:\n  - {kind: link_errors, gpu: gpu3, port: 2, replay_per_s: 2}\n", topology=hgx_topology)
+    rack = sim_rack("faults:\n  - {kind: link_errors, gpu: gpu3, port: 2, crc_per_s: 180, replay_per_s: 2}\n", topology=hgx_topology)
     reader = reader_for(rack, None)
     before = reader.read_all()
     rack.clock.advance(50)
@@ -181,10 +189,12 @@ def test_hgx_h100_reads_through_the_legacy_calls(sim_rack, hgx_topology):
     assert gpu.fabric["summary"] == "not_supported"
     assert gpu.links[2].effective_ber is None and "effective_ber" in gpu.links[2].unsupported
     assert link_delta(before, after, 3, 2, "replay_errors") == 100
+    assert link_delta(before, after, 3, 2, "crc_errors") == pytest.approx(9_000, abs=1)  # Hopper keeps its data-link counters
+    assert "nvmlDeviceGetNvLinkErrorCounter" not in gpu.unsupported and "crc_errors" not in gpu.links[2].unsupported
 
 
 def test_the_same_seed_gives_the_same_readings(sim_rack):
-    text = "seed: 9\nfaults:\n  - {kind: link_errors, link: ct01/gpu0/nvl01, crc_per_s: 3.3}\n"
+    text = "seed: 9\nfaults:\n  - {kind: link_errors, link: ct01/gpu0/nvl01, rcv_errors_per_s: 3.3}\n"
     readings = []
     for _ in range(2):
         rack = sim_rack(text)
@@ -258,3 +268,22 @@ def test_temperature_falls_back_to_the_older_call(sim_rack):
     readings = NvmlReader(nvml, now=rack.now).read_all()
     assert readings[1].temperature_c is not None and readings[1].temperature_c == pytest.approx(readings[0].temperature_c, abs=15)
     assert "nvmlDeviceGetTemperatureV" not in readings[1].unsupported
+
+
+def test_a_gpu_without_the_legacy_counter_call_is_asked_once_not_on_every_link(sim_rack):
+    # A GB200 answers NOT_SUPPORTED to nvmlDeviceGetNvLinkErrorCounter (NVML change log, v565): 3
+    # counters × 18 links of every reading would each cost a driver call for the same answer.
+    class Counting(SimNvml):
+        calls = 0
+
+        def nvmlDeviceGetNvLinkErrorCounter(self, device, link, counter):
+            Counting.calls += 1
+            return super().nvmlDeviceGetNvLinkErrorCounter(device, link, counter)
+
+    nvml = Counting(sim_rack(), "ct02")
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml)
+    first, second = reader.read_all(), reader.read_all()
+    assert Counting.calls == 4  # once per GPU, in the first reading
+    assert all("nvmlDeviceGetNvLinkErrorCounter" in gpu.unsupported for gpu in first + second)
+    assert all({"crc_errors", "replay_errors", "recovery_errors"} <= set(link.unsupported) for gpu in second for link in gpu.links)

@@ -33,3 +33,14 @@ def test_the_record_agrees_with_the_rulebook(sku: str) -> None:
     assert record.host_link == refs["host_link"]
     if "tdp" in refs:  # a datasheet's figure (none is cited for B200 and GB200 yet, docs/sources.md)
         assert record.tdp_w == refs["tdp"]["watts"]
+
+
+@pytest.mark.parametrize("sku", SKUS)
+def test_the_data_link_counters_are_reported_where_the_rulebook_says_the_generation_has_them(sku: str) -> None:
+    # rules.yaml nvlink_not_reported: NVLink 5 has no data-link CRC, replay or recovery counter (NVML
+    # change log, v560 to v565); the simulator's record of each model answers accordingly.
+    rules = load_shipped_yaml(REFERENCES / "rules.yaml")
+    record = SIM_SKUS[sku]
+    missing = set(rules["nvlink_not_reported"].get(record.nvlink_version, []))
+    assert record.nvlink_dl_counters == (not {"crc_errors", "replay_errors", "recovery_errors"} & missing)
+    assert record.nvlink_dl_counters == (record.nvlink_version == 4)

@@ -16,8 +16,8 @@ scenario: rack07-steady
 seed: 7
 rack: rack07
 faults:
-  - {kind: link_errors, link: ct05/gpu1/nvl07, crc_per_s: 180, replay_per_s: 0.8, ber: 3.0e-11}
-  - {kind: bad_pins, part: ct12/j2, links: 3, crc_per_s: 120, replay_per_s: 0.5, ber: 8.0e-11}
+  - {kind: link_errors, link: ct05/gpu1/nvl07, symbol_per_s: 12, rcv_errors_per_s: 6, ber: 3.0e-11}
+  - {kind: bad_pins, part: ct12/j2, links: 3, symbol_per_s: 32, rcv_errors_per_s: 16, local_link_integrity_errors_per_s: 0.5, ber: 8.0e-11}
   - {kind: deterministic_sdc, gpu: ct03/gpu3}
   - {kind: row_remap, gpu: ct17/gpu1, corrected_rows: 0, uncorrected_rows: 1, pending: true}
 """

@@ -24,15 +24,20 @@ def test_each_xid_is_named_once_per_gpu_with_how_often_and_the_catalogs_meaning(
 
 
 def test_a_default_window_that_saw_steady_evidence_warns_of_nothing():
-    snapshot = {"window_seconds": 60.2, "gpus": [{"id": "r/ct05/gpu1", "xids": []}],
-                "links": [_link("r/ct05/gpu1", 7, crc_errors=10800, replay_errors=48), _link("r/ct01/gpu0", 1, crc_errors=1)]}
-    assert window_warnings(snapshot) == []
+    # An NVL72's links count NVLink 5 errors (no data-link counter on Blackwell); an HGX's count CRC
+    # and replays, CRC one at a time on a healthy link too.
+    nvl72 = {"window_seconds": 60.2, "gpus": [{"id": "r/ct05/gpu1", "xids": []}],
+             "links": [_link("r/ct05/gpu1", 7, symbol_errors=720, rcv_errors=360), _link("r/ct01/gpu0", 1, rcv_errors=0)]}
+    hgx = {"window_seconds": 60.2, "gpus": [{"id": "h/gpu5", "xids": []}],
+           "links": [_link("h/gpu5", 7, crc_errors=10800, replay_errors=48), _link("h/gpu0", 1, crc_errors=1)]}
+    assert window_warnings(nvl72) == [] and window_warnings(hgx) == []
 
 
 def test_a_short_window_a_single_drop_a_single_recovery_and_an_xid_without_its_link_are_each_warned():
+    # NVLink 5: a drop is a failed recovery (link_down_events), a recovery a successful one.
     snapshot = {"window_seconds": 5.3, "gpus": [{"id": "r/ct07/gpu0", "xids": [149]}, {"id": "r/ct02/gpu0", "xids": [149]}],
-                "links": [_link("r/ct07/gpu0", 13, link_down_events=1, recovery_errors=1),
-                          _link("r/ct03/gpu1", 2, recovery_errors=1),
+                "links": [_link("r/ct07/gpu0", 13, link_down_events=1, recovery_successful=0),
+                          _link("r/ct03/gpu1", 2, recovery_successful=1),
                           {"side": "switch", "link": "r/ct07/gpu0/nvl13", "link_down_events": 1}]}
     short, drop, recovery, xid = window_warnings(snapshot)
     assert short.startswith("a 5.3 s window sees only what happens within it") and "--window 60 (the default)" in short
@@ -40,6 +45,15 @@ def test_a_short_window_a_single_drop_a_single_recovery_and_an_xid_without_its_l
                     "needs several drops: run again with --window 60")
     assert recovery.startswith("one recovery, and no more, in 5.3 s on r/ct03/gpu1/nvl02")
     assert xid.startswith("r/ct02/gpu0 logged NVLink XID 149 but none of its links moved in 5.3 s")
+
+
+def test_a_single_data_link_recovery_on_nvlink_4_is_warned_and_an_nvlink5_error_is_a_link_that_moved():
+    hgx = {"window_seconds": 60, "gpus": [], "links": [_link("h/gpu3", 2, recovery_errors=1)]}
+    (recovery,) = window_warnings(hgx)
+    assert recovery.startswith("one recovery, and no more, in 60 s on h/gpu3/nvl02")
+    # The GPU's NVLink XID has its link: a receive error moved it, though it counts no CRC or replay.
+    nvl72 = {"window_seconds": 60, "gpus": [{"id": "r/ct05/gpu1", "xids": [149]}], "links": [_link("r/ct05/gpu1", 7, rcv_errors=3)]}
+    assert window_warnings(nvl72) == []
 
 
 def test_the_window_speaks_every_few_seconds_and_at_once_for_a_tray_not_read():

@@ -15,6 +15,15 @@ OUTPUT = Path(__file__).resolve().parent / "opsctl-rack.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 PORTS = 18
 SEL = 'rack="$rack", tray=~"$tray"'  # every panel shows the chosen rack and trays
+# The NVLink 5 error counters DCGM's MonitorNVLink5Fields fails a link on any increase of.
+NVLINK5_ERRORS = ("symbol", "receive", "malformed_packet", "buffer_overrun", "local_link_integrity", "effective")
+
+
+def nvlink5_error_rate() -> str:
+    """Each link's NVLink 5 errors a second, all counters together (each kept apart by a label until summed)."""
+    rates = " or ".join(f'label_replace(rate(opsctl_nvlink_{name}_errors_total{{{SEL}}}[$__rate_interval]), "counter", "{name}", "", "")'
+                        for name in NVLINK5_ERRORS)
+    return f"sum by (tray, gpu, port) ({rates})"
 
 
 def xid_events_by_code() -> str:
@@ -99,7 +108,8 @@ def dashboard() -> dict[str, Any]:
     # The heatmap.
     heat = link_heatmap()
     p.add("table", "NVLink health: GPUs × ports", heat["targets"], 0, 4, 24, 24,
-          "Each cell is one link: ok, errors (replays or recoveries in 5 min), BER (effective BER above 1e-12), down. "
+          "Each cell is one link: ok, errors (in 5 min: replays or recoveries on NVLink 4; NVLink 5 errors or a failed recovery), "
+          "BER (effective BER above 1e-12), down. "
           "From the recording rule opsctl:nvlink_fault_bits.",
           defaults=heat["defaults"], transformations=heat["transformations"], options=heat["options"])
     # Per tray.
@@ -116,12 +126,17 @@ def dashboard() -> dict[str, Any]:
           12, 36, 6, 8, "NVLink fabric health summary and registration state per GPU.")
     p.add("bargauge", "Clock slowdown reasons (GPUs)", [query(f"count by (reason) (opsctl_gpu_clocks_event_reason{{{SEL}, reason!=\"gpu_idle\"}} == 1)", "{{reason}}", instant=True)],
           18, 36, 6, 8, "GPUs whose clocks are held down now, by reason.")
-    p.add("timeseries", "NVLink replays and recoveries (top 10 links)",
+    # Each NVLink generation's own error counters: Blackwell has no data-link replay, recovery or CRC counter.
+    p.add("timeseries", "NVLink 4 replays and recoveries (top 10 links)",
           [query(f"topk(10, rate(opsctl_nvlink_replay_errors_total{{{SEL}}}[$__rate_interval]) + rate(opsctl_nvlink_recovery_errors_total{{{SEL}}}[$__rate_interval]))",
-                 "{{tray}}/gpu{{gpu}} port {{port}}")], 0, 44, 12, 8, unit="ops")
-    p.add("timeseries", "NVLink CRC errors (top 10 links)",
+                 "{{tray}}/gpu{{gpu}} port {{port}}")], 0, 44, 8, 8, "Data-link replays and recoveries (Hopper): DCGM fails a link on any.", unit="ops")
+    p.add("timeseries", "NVLink 4 CRC errors (top 10 links)",
           [query(f"topk(10, rate(opsctl_nvlink_crc_errors_total{{{SEL}}}[$__rate_interval]))", "{{tray}}/gpu{{gpu}} port {{port}}")],
-          12, 44, 12, 8, "DCGM fails a link at 100 CRC errors/s.", unit="ops")
+          8, 44, 8, 8, "Data-link CRC errors (Hopper): DCGM fails a link at 100 a second.", unit="ops")
+    p.add("timeseries", "NVLink 5 errors (top 10 links)",
+          [query(f"topk(10, {nvlink5_error_rate()})", "{{tray}}/gpu{{gpu}} port {{port}}")],
+          16, 44, 8, 8, "Symbol, receive, malformed-packet, buffer-overrun, local-link-integrity and effective errors together "
+          "(Blackwell): DCGM fails a link on any.", unit="ops")
     # The last burn-in and the exporter itself.
     p.add("bargauge", "Last burn-in: bf16 GEMM TFLOPS", [query(f'opsctl_gpu_burnin_gemm_operations_per_second{{{SEL}, dtype="bf16"}} / 1e12', "{{tray}}/gpu{{gpu}}", instant=True)],
           0, 52, 12, 10, "Median GEMM throughput of each GPU's last burn-in (the tray probe's run document).")

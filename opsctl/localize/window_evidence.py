@@ -16,12 +16,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from opsctl.localize.evidence import COUNTERS
 from probes.xids import nvlink_xids, rule
 
 DEFAULT_WINDOW_S = 60.0  # opsctl triage's default (opsctl/cli/commands/snapshot.py passes its own)
-# What a link that moved shows; CRC and replays also come one at a time on a healthy link (its BER's
-# noise), so only a drop or a recovery seen once asks for a longer window.
-ERROR_COUNTERS = ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events")
+# What a link that moved shows: any of the snapshot's counters, on either generation (the
+# data-link ones of NVLink 4, which Blackwell does not have, and the NVLink 5 ones). CRC and
+# replays also come one at a time on a healthy link (its BER's noise), so only a drop or a
+# recovery seen once asks for a longer window.
+ERROR_COUNTERS = COUNTERS
+# A recovery: the data-link counter's (NVLink 4) or a successful NVLink 5 one.
+RECOVERIES = ("recovery_errors", "recovery_successful")
 SEVERAL = 4  # events a rate is told from: a window that would hold about this many
 
 
@@ -66,7 +71,7 @@ def window_warnings(snapshot: dict[str, Any], default_window_s: float = DEFAULT_
         downs = link.get("link_down_events") or 0
         if 0 < downs < SEVERAL:
             flapped.append(f"{name} ({downs:g} drop{'s' if downs > 1 else ''} in {window:g} s)")
-        elif not downs and (link.get("recovery_errors") or 0) == 1:
+        elif not downs and sum(link.get(counter) or 0 for counter in RECOVERIES) == 1:
             once.append(name)
     if flapped:
         warnings.append(f"went down too few times for a rate: {', '.join(flapped)}; a flapping link's rate needs "

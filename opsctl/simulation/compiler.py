@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import pynvml
 
 from opsctl.errors import InputError
-from opsctl.simulation.scenario import NVLINK5_RATES, Fault, Scenario
+from opsctl.simulation.scenario import DL_RATES, DL_TOTALS, NVLINK5_RATES, Fault, Scenario
 from probes.sim.profiles import seeded_random
 from probes.sim.sku_models import SIM_SKUS
 from opsctl.rack_models import HGX_TRAY
@@ -31,6 +31,15 @@ XID_ROW_REMAP_FAILURE = 64
 XID_FELL_OFF_BUS = 79
 
 HGX_PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # a DGX/HGX H100 board's GPUs
+# What bad pins without rates of their own count at: a marginal contact, in the counters the rack's
+# GPUs have. The data-link ones (NVLink 4) by DCGM's MonitorNVLink4Fields: CRC errors above the
+# 100/s that fails, and replays, any of which fails. On NVLink 5 the errors forward error
+# correction left (symbol errors and their effective BER) and the packets they spoiled (receive
+# errors): DCGM's MonitorNVLink5Fields fails any. The rates are the simulator's choice.
+BAD_PINS_DL_RATES = {"crc_per_s": 150.0, "replay_per_s": 1.0, "ber": 2e-10}
+BAD_PINS_NVLINK5_RATES = {"symbol_per_s": 80.0, "rcv_errors_per_s": 40.0, "ber": 2e-10}
+# The keys to give on NVLink 5 instead of the data-link ones, named when a key is refused.
+NVLINK5_KEYS = ", ".join(("symbol_per_s", *NVLINK5_RATES, "ber"))
 
 
 def _hex(*keys: object, length: int = 32) -> str:
@@ -163,7 +172,19 @@ class _Builder:
 
     def apply(self, fault: Fault) -> None:
         """Resolve one fault through its kind's handler (FAULT_HANDLERS, below the class)."""
+        if not SIM_SKUS[self.model.sku].nvlink_dl_counters:
+            self.refuse_dl_keys(fault)
         FAULT_HANDLERS[fault.kind](self, fault)
+
+    def refuse_dl_keys(self, fault: Fault) -> None:
+        """A data-link counter's rate or total asked of a GPU that has none (Blackwell) is bad
+        input: it would count where nothing reads it, and no NVLink 5 counter is documented as
+        its equivalent, so none is chosen for it."""
+        given = [key for key in (DL_TOTALS if fault.kind == "link_totals" else DL_RATES) if key in fault.params]
+        if given:
+            instead = "recovery_failed, recovery_successful" if fault.kind == "link_totals" else NVLINK5_KEYS
+            what = "counts" if fault.kind == "link_totals" else "rates"
+            self._fail(fault, f"{', '.join(given)}: {dl_counters_gone(self.model.sku, what)}; give the NVLink 5 {what} instead: {instead}")
 
     # --- one handler per fault kind: what the hardware shows for it ------------------------------
     def _window(self, fault: Fault) -> dict[str, float]:
@@ -397,8 +418,8 @@ class _Builder:
             self.link_drop(chosen, fault, p.get("start_s", 0.0))
             return
         rates = {k: v for k, v in p.items() if k not in ("links", "fraction", "down")}
-        if not any(k in rates for k in ("crc_per_s", "replay_per_s", "recovery_per_s", "symbol_per_s", "ber", *NVLINK5_RATES)):
-            rates.update({"crc_per_s": 150.0, "replay_per_s": 1.0, "ber": 2e-10})  # a marginal contact
+        if not any(k in rates for k in (*DL_RATES, "symbol_per_s", "ber", *NVLINK5_RATES)):
+            rates.update(BAD_PINS_DL_RATES if SIM_SKUS[self.model.sku].nvlink_dl_counters else BAD_PINS_NVLINK5_RATES)
         for link_id in chosen:
             self.link_effect(link_id, "errors", rates, fault)
 
@@ -445,10 +466,21 @@ FAULT_HANDLERS: dict[str, Callable[[_Builder, Fault], None]] = {
 }
 
 
+def dl_counters_gone(sku: str, what: str) -> str:
+    """Why a data-link counter's key is refused on a rack of this SKU, in words."""
+    return (f"data-link (DL) counter {what}, but NVML removed the DL counters on Blackwell (NVML API Reference, "
+            f"Change Log, v560 to v565) and this rack's {sku} GPUs answer NOT_SUPPORTED for them")
+
+
 def compile_rack_spec(scenario: Scenario, topology: Topology) -> RackSpec:
     """The RackSpec of `topology`'s rack with `scenario`'s faults in it."""
     if scenario.rack is not None and scenario.rack != topology.rack:
         raise InputError(f"{scenario.source}: written for rack {scenario.rack}, not {topology.rack}")
+    noisy = [key for key in DL_RATES if key in scenario.noise]
+    if noisy and not SIM_SKUS[topology.model.sku].nvlink_dl_counters:
+        raise InputError(f"{scenario.source}: noise: {', '.join(noisy)}: {dl_counters_gone(topology.model.sku, 'rates')}; "
+                         f"on NVLink 5 every counted error fails (DCGM MonitorNVLink5Fields), so a healthy link's "
+                         f"in-spec noise is its BER alone (ber, below 1e-12)")
     builder = _Builder(scenario, topology)
     trays = builder.build_hardware()
     for fault in scenario.faults:

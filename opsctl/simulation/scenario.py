@@ -29,6 +29,12 @@ from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, parse_yaml
 NVLINK5_RATES = ("rcv_errors_per_s", "malformed_packet_errors_per_s", "buffer_overrun_errors_per_s",
                  "local_link_integrity_errors_per_s", "effective_errors_per_s", "recovery_failed_per_s",
                  "recovery_successful_per_s")
+# The keys of the data-link (DL) counters: rates (link_errors, bad_pins, noise) and counts held
+# since the driver loaded (link_totals). NVML removed those counters on Blackwell (NVML API
+# Reference, Change Log, "Changes between v560 and v565"), so a rack of Blackwell GPUs refuses
+# them (compiler.py): there they would count where nothing reads them.
+DL_RATES = ("crc_per_s", "replay_per_s", "recovery_per_s")
+DL_TOTALS = ("crc", "replay", "recovery")
 
 # kind: what it targets (link: link, or gpu and port; part, gpu, tray: that key; None: the rack's
 # job). Each kind's keys, their types and bounds are its Struct in scenario_schema.py, its
@@ -78,9 +84,9 @@ FAULT_KINDS: dict[str, str | None] = {
 # In-spec noise by the rulebook: an effective BER far below 1e-12, and no counted error. No CRC:
 # DCGM 4.6 warns on any CRC error in its window on NVLink 4 (MonitorNVLink4Fields) and fails any
 # CRC total there (MonitorNVLinkErrorFields), so a healthy link counts none. No replay: DCGM fails a
-# link on any replay. A scenario may still add crc_per_s or replay_per_s to its noise (rack07's
-# does: CRC noise far below 100/s on NVLink 5, where DCGM judges neither), and then expects what
-# the rules say of it.
+# link on any replay. A scenario of an NVLink 4 rack may still add crc_per_s or replay_per_s to its
+# noise, and then expects what the rules say of it; on NVLink 5 every counted error fails
+# (MonitorNVLink5Fields), so its only in-spec noise is the BER.
 DEFAULT_NOISE = {"ber": 1e-15}
 
 

@@ -63,8 +63,9 @@ class _OnLink(_Timed, kw_only=True):
 
 
 class _Rated(_Timed, kw_only=True):
-    """Link error rates: the data-link counters (NVLink 4 and older; CRC also on NVLink 5) and the
-    NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters, each the rate its counter counts at."""
+    """Link error rates, each the rate its counter counts at: the data-link counters crc_per_s,
+    replay_per_s and recovery_per_s (NVLink 4 and older; refused on a Blackwell rack, whose GPUs
+    have none), and the NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters."""
 
     crc_per_s: Rate | UnsetType = UNSET
     replay_per_s: Rate | UnsetType = UNSET
@@ -341,9 +342,12 @@ class LinkTotals(_Fault, tag="link_totals", kw_only=True):
     link: Annotated[ComponentId, msgspec.Meta(description="the link: ct05/gpu1/nvl07")] | UnsetType = UNSET
     gpu: Annotated[ComponentId, msgspec.Meta(description="the GPU, with port, instead of link")] | UnsetType = UNSET
     port: Annotated[int, msgspec.Meta(ge=0, le=MAX_WHOLE, description="the GPU's NVLink port, with gpu")] | UnsetType = UNSET
-    crc: Annotated[Whole, msgspec.Meta(description="data-link CRC errors (NVML_FI_DEV_NVLINK_ERROR_DL_CRC)")] | UnsetType = UNSET
-    replay: Annotated[Whole, msgspec.Meta(description="data-link replays (NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY)")] | UnsetType = UNSET
-    recovery: Annotated[Whole, msgspec.Meta(description="data-link recoveries (NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY)")] | UnsetType = UNSET
+    crc: Annotated[Whole, msgspec.Meta(description=(
+        "data-link CRC errors (NVML_FI_DEV_NVLINK_ERROR_DL_CRC; NVLink 4 and older, refused on Blackwell)"))] | UnsetType = UNSET
+    replay: Annotated[Whole, msgspec.Meta(description=(
+        "data-link replays (NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY; NVLink 4 and older, refused on Blackwell)"))] | UnsetType = UNSET
+    recovery: Annotated[Whole, msgspec.Meta(description=(
+        "data-link recoveries (NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY; NVLink 4 and older, refused on Blackwell)"))] | UnsetType = UNSET
     recovery_failed: Annotated[Whole, msgspec.Meta(description=(
         "NVLink 5 failed recoveries (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS)"))] | UnsetType = UNSET
     recovery_successful: Annotated[Whole, msgspec.Meta(description=(
@@ -383,7 +387,8 @@ PEOPLE_FIELDS = ("id", "note")
 
 
 class Noise(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """In-spec noise on every healthy link (default: ber 1e-15, no counted error)."""
+    """In-spec noise on every healthy link (default: ber 1e-15, no counted error). crc_per_s and
+    replay_per_s are data-link counters: NVLink 4 and older only, refused on a Blackwell rack."""
 
     crc_per_s: Rate | UnsetType = UNSET
     replay_per_s: Rate | UnsetType = UNSET

@@ -103,8 +103,8 @@ class SimLink:
                     effect.get("start_s", 0.0), effect.get("end_s"), effect.get("ramp_s", 0.0), t,
                 )
         if counter == "recovery":
-            # The data-link counter counts the link's drops and failed recoveries; an NVLink 5
-            # successful recovery (recovery_successful_per_s) counts on its own counter only.
+            # The data-link counter (NVLink 4) counts the link's drops and failed recoveries; an
+            # NVLink 5 successful recovery (recovery_successful_per_s) counts on its own counter only.
             total += self.down_events(t) + self._effects_integral("recovery_failed_per_s", t)
         return total
 
@@ -112,11 +112,10 @@ class SimLink:
         return sum(profiles.effect_integral(e, key, t) for e in self._error_effects() if e.get(key) is not None)
 
     def recovery_successful(self, t: float) -> int:
-        """Successful link recoveries by time t (NVLink 5): data-link recoveries that did not
-        fail, and the rate injected as successful."""
-        failed = self.recovery_failed(t) - self.baseline["recovery_failed"]
-        recovered = self.counter("recovery", t) - self.baseline["recovery"] - failed
-        return max(0, recovered) + self.counter("recovery_successful", t)
+        """Successful link recoveries by time t (NVLink 5): the rate injected as successful, and
+        those it arrived with. Nothing is drawn from the data-link recovery counter: Blackwell has
+        none, and NVIDIA documents no relation between the two."""
+        return self.counter("recovery_successful", t)
 
     def recovery_failed(self, t: float) -> int:
         """Failed link recoveries by time t (NVLink 5): every drop of the link, the rate injected,

@@ -6,8 +6,9 @@ Names this class does not define are looked up in pynvml, except functions, so a
 simulator does not implement fails loudly instead of reaching for a driver.
 
 Where a real GPU of the SKU does not support a call, the simulator raises
-NVMLError_NotSupported too (legacy NVLink error counters on Blackwell, the NVLink 5 fields and
-platform info on Hopper, retired pages on both: they use row remapping).
+NVMLError_NotSupported too (the data-link NVLink error counters on Blackwell, as a call and as
+field values; the NVLink 5 fields and platform info on Hopper; retired pages on both: they use
+row remapping).
 """
 
 from __future__ import annotations
@@ -45,10 +46,17 @@ _FABRIC_FLAG_SHIFTS = {
     "route_unhealthy": pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY,
     "access_timeout_recovery": pynvml.NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY,
 }
+# The data-link (DL) error counters, as nvmlDeviceGetNvLinkErrorCounter's counters and as field
+# values: a GPU whose SKU has none (Blackwell: SimSku.nvlink_dl_counters) answers NOT_SUPPORTED.
 _LEGACY_COUNTERS = {
     pynvml.NVML_NVLINK_ERROR_DL_REPLAY: "replay",
     pynvml.NVML_NVLINK_ERROR_DL_RECOVERY: "recovery",
     pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT: "crc",
+}
+_DL_FIELDS = {
+    pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY: "replay",
+    pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY: "recovery",
+    pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC: "crc",
 }
 _NVLINK5_FIELDS = {
     pynvml.NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS,
@@ -278,8 +286,8 @@ class SimNvml(SimNvmlConfiguration):
     def nvmlDeviceGetNvLinkErrorCounter(self, device: Any, link: int, counter: int) -> int:
         gpu, t = self._gpu(device, "nvmlDeviceGetNvLinkErrorCounter")
         sim_link = self._link(gpu, link)
-        if gpu.sku.nvlink5_fields:
-            raise pynvml.NVMLError_NotSupported()  # Blackwell reports NVLink errors as field values
+        if not gpu.sku.nvlink_dl_counters:
+            raise pynvml.NVMLError_NotSupported()
         if counter in _LEGACY_COUNTERS:
             return sim_link.counter(_LEGACY_COUNTERS[counter], t)
         if counter in (pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA, pynvml.NVML_NVLINK_ERROR_DL_ECC_DATA):
@@ -367,12 +375,10 @@ class SimNvml(SimNvmlConfiguration):
         if fid == pynvml.NVML_FI_DEV_NVLINK_GET_STATE:
             state = pynvml.NVML_NVLINK_STATE_ACTIVE if link.is_up(t) else pynvml.NVML_NVLINK_STATE_INACTIVE
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, state
-        if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY:
-            return ull, link.counter("replay", t)
-        if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY:
-            return ull, link.counter("recovery", t)
-        if fid == pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC:
-            return ull, link.counter("crc", t)
+        if fid in _DL_FIELDS:
+            if not gpu.sku.nvlink_dl_counters:
+                raise pynvml.NVMLError_NotSupported()
+            return ull, link.counter(_DL_FIELDS[fid], t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
             return ull, link.traffic["tx"] // 1024  # KiB
         if fid == pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:

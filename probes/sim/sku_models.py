@@ -68,6 +68,11 @@ class SimSku:
     # generation. The modelled copy throughput stays nvlink_gbps_per_link.
     nvlink_speed_mbps: int
     nvlink5_fields: bool  # Blackwell reports the NVLink 5 counters as field values
+    # The data-link (DL) error counters: nvmlDeviceGetNvLinkErrorCounter and the fields
+    # NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, _RECOVERY and _CRC. NVML removed them on Blackwell (NVML
+    # API Reference, Change Log, "Changes between v560 and v565"; the simulated Blackwell GPUs run
+    # driver 570): there they answer NOT_SUPPORTED, and DCGM 4.6 judges them "pre-Blackwell only".
+    nvlink_dl_counters: bool
     platform_info: bool  # GB200 trays report chassis, slot and tray through NVML
     fabric_health: bool  # the fabric health mask and summary
     # --- the link to the host CPU (probes/sim/host_link.py)
@@ -86,7 +91,7 @@ SIM_SKUS = {
         memory_bytes=80 * 2**30, bf16_tflops=785.0, fp8_tflops=1450.0, copy_gbps=2900.0,
         tdp_w=700.0, idle_w=72.0, load_w=690.0, idle_c=33.0, load_c=71.0, sm_clock_max_mhz=1980, mem_clock_mhz=2619,
         nvlink_version=4, nvlink_gbps_per_link=25.0, nvlink_line_rate_bits=NVLINK4_LINE_RATE_BITS, nvlink_speed_mbps=26_562,
-        nvlink5_fields=False, platform_info=False, fabric_health=False,
+        nvlink5_fields=False, nvlink_dl_counters=True, platform_info=False, fabric_health=False,
         host_link="pcie", pcie_max=(5, 16),
     ),
     "h200": SimSku(
@@ -95,7 +100,7 @@ SIM_SKUS = {
         memory_bytes=141 * 2**30, bf16_tflops=785.0, fp8_tflops=1450.0, copy_gbps=4300.0,
         tdp_w=700.0, idle_w=75.0, load_w=690.0, idle_c=33.0, load_c=70.0, sm_clock_max_mhz=1980, mem_clock_mhz=3201,
         nvlink_version=4, nvlink_gbps_per_link=25.0, nvlink_line_rate_bits=NVLINK4_LINE_RATE_BITS, nvlink_speed_mbps=26_562,
-        nvlink5_fields=False, platform_info=False, fabric_health=False,
+        nvlink5_fields=False, nvlink_dl_counters=True, platform_info=False, fabric_health=False,
         host_link="pcie", pcie_max=(5, 16),
     ),
     "b200": SimSku(
@@ -104,7 +109,7 @@ SIM_SKUS = {
         memory_bytes=180 * 2**30, bf16_tflops=1750.0, fp8_tflops=3300.0, copy_gbps=6800.0,
         tdp_w=1000.0, idle_w=140.0, load_w=980.0, idle_c=34.0, load_c=73.0, sm_clock_max_mhz=1965, mem_clock_mhz=3996,
         nvlink_version=5, nvlink_gbps_per_link=50.0, nvlink_line_rate_bits=NVLINK5_LINE_RATE_BITS, nvlink_speed_mbps=53_125,
-        nvlink5_fields=True, platform_info=False, fabric_health=True,
+        nvlink5_fields=True, nvlink_dl_counters=False, platform_info=False, fabric_health=True,
         host_link="pcie", pcie_max=(5, 16),
     ),
     "gb200": SimSku(
@@ -113,7 +118,7 @@ SIM_SKUS = {
         gpus_per_serial=2, memory_bytes=186 * 2**30, bf16_tflops=1950.0, fp8_tflops=3700.0, copy_gbps=6800.0,
         tdp_w=1200.0, idle_w=150.0, load_w=1150.0, idle_c=32.0, load_c=69.0, sm_clock_max_mhz=2062, mem_clock_mhz=3996,
         nvlink_version=5, nvlink_gbps_per_link=50.0, nvlink_line_rate_bits=NVLINK5_LINE_RATE_BITS, nvlink_speed_mbps=53_125,
-        nvlink5_fields=True, platform_info=True, fabric_health=True,
+        nvlink5_fields=True, nvlink_dl_counters=False, platform_info=True, fabric_health=True,
         host_link="c2c", pcie_max=(5, 16), c2c_links=1, c2c_mbps=450_000,
     ),
 }

@@ -2,7 +2,9 @@
 
 A real NVL72 switch tray runs NVOS, not NVML; this is the hardware model the probes' switch
 reader reads in simulation. A port sees the same link as the GPU at the other end: the same
-state and the same errors over a window, with lifetime counts of its own.
+state and the same errors over a window, with lifetime counts of its own — on the counters the
+link's generation has: the data-link CRC, replay and recovery counters where the GPU's SKU reports
+them (NVLink 4), the NVLink 5 error counters on Blackwell, which has no data-link counters.
 """
 
 from __future__ import annotations
@@ -10,10 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from probes.sim import profiles
-from probes.sim.hardware import COUNTERS, SimRack
+from probes.sim.hardware import COUNTERS, NVLINK5_COUNTERS, SimRack
+from probes.sim.sku_models import SimSku
 
-# Counter names as the switch reader reports them (the GPU side's names).
-PORT_COUNTERS = {"crc": "crc_errors", "replay": "replay_errors", "recovery": "recovery_errors", "symbol": "symbol_errors"}
+# Counter names as the switch reader reports them (the GPU side's names), by generation.
+DL_PORT_COUNTERS = {"crc": "crc_errors", "replay": "replay_errors", "recovery": "recovery_errors"}
+NVLINK5_PORT_COUNTERS = {"rcv": "rcv_errors", "malformed": "malformed_packet_errors",
+                         "buffer_overrun": "buffer_overrun_errors", "integrity": "local_link_integrity_errors"}
+
+
+def port_counters(sku: SimSku) -> dict[str, str]:
+    """{simulated counter: its name} a switch port reports for a link of a GPU of this SKU."""
+    return {**(DL_PORT_COUNTERS if sku.nvlink_dl_counters else {}), "symbol": "symbol_errors",
+            **(NVLINK5_PORT_COUNTERS if sku.nvlink5_fields else {})}
 # The firmware every simulated switch chip reports: fixed, as a simulated GPU's VBIOS is (nvml.py),
 # unless the scenario flashed the tray with another (firmware_mismatch with switch_firmware).
 CHIP_FIRMWARE = "35.2014.1204"
@@ -29,10 +40,11 @@ class SimSwitchTray:
             (link for gpu in rack.gpus() for link in gpu.links if link.spec.remote_switch.startswith(prefix)),
             key=lambda link: (link.spec.remote_switch, link.spec.remote_port),
         )
+        self._counters = port_counters(rack.sku)
         self._baseline: dict[int, dict[str, int]] = {}
         for link in self.ports:
             rng = profiles.seeded_random(rack.seed, link.gpu.id, link.port, "switch-end")
-            self._baseline[id(link)] = {c: rng.randrange(0, 30 if c == "crc" else 2) for c in COUNTERS}
+            self._baseline[id(link)] = {c: rng.randrange(0, 30 if c == "crc" else 2) for c in (*COUNTERS, *NVLINK5_COUNTERS)}
 
     def read_ports(self) -> list[dict[str, Any]]:
         """Every port of the tray's chips that has a GPU link on it, now."""
@@ -42,7 +54,7 @@ class SimSwitchTray:
         for link in self.ports:
             gpu = link.gpu.id.removeprefix(rack_prefix)
             counters = {name: link.counter(c, t) - link.baseline[c] + self._baseline[id(link)][c]
-                        for c, name in PORT_COUNTERS.items()}
+                        for c, name in self._counters.items()}
             counters["recovery_failed"] = link.down_events(t)
             ports.append({
                 "chip": link.spec.remote_switch.rsplit("/", 1)[-1],
