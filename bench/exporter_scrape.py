@@ -1,9 +1,12 @@
 """How long a scrape of the whole simulated NVL72 takes from `opsctl exporter --rack rack07`
 (72 GPUs, 1,296 links), against prometheus_client serving the same number of plain gauges.
-Both run as their own process, as deployed. The exporter is measured twice: as deployed,
-reading every GPU every 10 s while it is scraped (collisions with reads are in the figures),
-and with reads idle after the first (the scrape alone). Prints its figures;
-docs/benchmarks.md records them.
+Both run as their own process, as deployed, at the same time, and are scraped in interleaved
+pairs (the order swapped every round), so a busy machine slows both alike. The exporter reads
+every GPU every 10 s and serves the render of its last completed reading round (a scrape waits
+only when it arrives as a round's render is made); the plain gauges render at every scrape: this
+is the latency a scraper sees, not the cost of a render — that is the in-process comparison
+printed last (fresh renders against fresh renders, CPU time). Percentiles come only from enough
+samples (a p99 from 100 up). Prints its figures; docs/benchmarks.md records them.
 
     .venv/bin/python bench/exporter_scrape.py [--scrapes 60] [--cpu-only]
 """
@@ -74,14 +77,31 @@ def series_of(body, encoding):
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def measure(port, scrapes, headers=None):
-    times = []
-    for _ in range(scrapes):
-        elapsed, body, encoding = scrape(port, headers)
-        times.append(elapsed)
-    times.sort()
-    p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
-    return statistics.median(times), p99, len(body), len(series_of(body, encoding))
+def percentile(sorted_times, fraction):
+    """The sample at `fraction` of the way up, or None when too few samples stand above it to say
+    (a p99 needs at least 100: of 60, it would be the largest but one)."""
+    if len(sorted_times) * (1 - fraction) < 1:
+        return None
+    return sorted_times[round(fraction * (len(sorted_times) - 1))]
+
+
+def measure_pairs(ports, scrapes, headers=None):
+    """Scrape each server in turn, `scrapes` rounds, the order swapped every round, so a busy
+    machine slows both alike: {port: (median, p90, p99 or None, bytes, series)}."""
+    times = {port: [] for port in ports}
+    last = {}
+    for round_ in range(scrapes):
+        for port in (ports if round_ % 2 == 0 else ports[::-1]):
+            elapsed, body, encoding = scrape(port, headers)
+            times[port].append(elapsed)
+            last[port] = (body, encoding)
+    found = {}
+    for port, samples in times.items():
+        samples.sort()
+        body, encoding = last[port]
+        found[port] = (statistics.median(samples), percentile(samples, 0.9), percentile(samples, 0.99), len(body),
+                       len(series_of(body, encoding)))
+    return found
 
 
 def render_cpu_seconds(registries, repeats):
@@ -151,44 +171,43 @@ def main():
     if args.cpu_only:
         mine, theirs, count = in_process_cpu(args.scrapes)
         print(f"{count} series; CPU ms a fresh render, {args.scrapes} interleaved pairs, median / p90: exporter {mine[0] * 1000:.0f} / {mine[1] * 1000:.0f}, "
-              f"plain gauges {theirs[0] * 1000:.0f} / {theirs[1] * 1000:.0f}; ratio {mine[0] / theirs[0]:.2f}x")
+              f"plain gauges {theirs[0] * 1000:.0f} / {theirs[1] * 1000:.0f}; ratio {mine[0] / theirs[0]:.3f}x")
         return
 
     load_before = os.getloadavg()[0]
-    ours, series = {}, None
-    # As deployed (a read of every GPU every 10 s), and with reads idle after the first one:
-    # the difference is what collisions with background reads cost a scrape.
-    for reads, interval in (("reads every 10 s", "10"), ("reads idle", "3600")):
-        exporter, port = start([sys.executable, "-m", "opsctl", "exporter", "--rack", "rack07", "--listen", "127.0.0.1",
-                                "--port", "0", "--interval", interval, "--json"])
-        try:
-            wait_for_every_gpu(port)
-            ours[(reads, "text")] = measure(port, args.scrapes)
-            if reads == "reads every 10 s":
-                ours[(reads, "prometheus")] = measure(port, args.scrapes, PROMETHEUS_HEADERS)
-                rss, peak = rss_mib(exporter.pid)
-        finally:
-            exporter.terminate()
-            exporter.wait()
-        series = ours[(reads, "text")][3]
-    baseline_process, baseline_port = start([sys.executable, __file__, "--serve-plain-gauges", str(series)])
+    # The exporter as deployed (a read of every GPU every 10 s; a scrape gets the render of the
+    # last completed reading round) and prometheus_client's plain gauges of as many series (each
+    # scrape renders afresh), both running, scraped in interleaved pairs: what a scraper waits for.
+    exporter, port = start([sys.executable, "-m", "opsctl", "exporter", "--rack", "rack07", "--listen", "127.0.0.1",
+                            "--port", "0", "--interval", "10", "--json"])
+    baseline_process = None
     try:
-        plain = {"text": measure(baseline_port, args.scrapes), "prometheus": measure(baseline_port, args.scrapes, PROMETHEUS_HEADERS)}
+        wait_for_every_gpu(port)
+        series = len(series_of(*scrape(port)[1:]))
+        baseline_process, baseline_port = start([sys.executable, __file__, "--serve-plain-gauges", str(series)])
+        rows = {kind: measure_pairs([port, baseline_port], args.scrapes, headers)
+                for kind, headers in (("text", None), ("prometheus", PROMETHEUS_HEADERS))}
+        rss, peak = rss_mib(exporter.pid)
     finally:
-        baseline_process.terminate()
-        baseline_process.wait()
+        for process in (exporter, baseline_process):
+            if process is not None:
+                process.terminate()
+                process.wait()
 
-    print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
-    print(f"opsctl exporter --rack rack07: {series} series, {ours[('reads idle', 'text')][2] / 1e6:.2f} MB a scrape "
-          f"(text 0.0.4); {args.scrapes} scrapes each; exporter RSS {rss:.0f} MiB (peak {peak:.0f} MiB)")
-    print(f"{'scrape':72} {'median':>9} {'p99':>9}   vs plain gauges (median, p99)")
+    def ms(value):
+        return f"{value * 1000:7.0f} ms" if value is not None else "      –   "
+
+    print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+          f"{bytecode_state()}")
+    print(f"opsctl exporter --rack rack07 (reads every 10 s): {series} series, {rows['text'][port][3] / 1e6:.2f} MB a scrape "
+          f"(text 0.0.4); exporter RSS {rss:.0f} MiB (peak {peak:.0f} MiB)")
+    print(f"{args.scrapes} interleaved pairs of scrapes each (p99 only from 100 samples up)")
+    print(f"{'scrape':88} {'median':>10} {'p90':>10} {'p99':>10}   exporter / plain (median)")
     formats = {"text": "text 0.0.4, uncompressed", "prometheus": "as Prometheus asks (Accept prefers OpenMetrics; gzip)"}
-    for (reads, kind), mine in ours.items():
-        theirs = plain[kind]
-        print(f"{'opsctl exporter, ' + reads + ', ' + formats[kind]:72} {mine[0] * 1000:7.0f} ms {mine[1] * 1000:7.0f} ms   "
-              f"{mine[0] / theirs[0]:.2f}x, {mine[1] / theirs[1]:.2f}x")
-    for kind, theirs in plain.items():
-        print(f"{'prometheus_client plain gauges, ' + formats[kind]:72} {theirs[0] * 1000:7.0f} ms {theirs[1] * 1000:7.0f} ms")
+    for kind, found in rows.items():
+        mine, theirs = found[port], found[baseline_port]
+        print(f"{'opsctl exporter, ' + formats[kind]:88} {ms(mine[0])} {ms(mine[1])} {ms(mine[2])}   {mine[0] / theirs[0]:.3f}x")
+        print(f"{'prometheus_client plain gauges, ' + formats[kind]:88} {ms(theirs[0])} {ms(theirs[1])} {ms(theirs[2])}")
     mine, theirs, count = in_process_cpu(args.scrapes)
     print(f"CPU time of one fresh render in-process (build + render text, {count} series; reads idle; "
           f"{args.scrapes} interleaved pairs; median, p90):")
