@@ -63,9 +63,13 @@ class TrayBackend:
                 pass
 
 
-def open_backend(kind: str, sim_spec: str | None = None, tray: str | None = None, stdin: TextIO | None = None) -> TrayBackend:
+def open_backend(kind: str, sim_spec: str | None = None, tray: str | None = None, stdin: TextIO | None = None,
+                 load: bool = True) -> TrayBackend:
+    """The tray's backend; `load=False` when no load probe will run (`opsctl health`): the
+    simulator then leaves out its compute device and NumPy with it (a real tray imports PyTorch
+    only when a load runs anyway)."""
     if kind == "sim":
-        return _open_sim(sim_spec, tray, stdin or sys.stdin)
+        return _open_sim(sim_spec, tray, stdin or sys.stdin, load)
     if kind == "nvml":
         return _open_nvml(tray)
     raise BackendError(f"unknown backend {kind!r} (nvml or sim)")
@@ -88,7 +92,7 @@ def read_spec(sim_spec: str, stdin: TextIO) -> RackSpec:
         raise BackendError(f"{where}: not a simulator spec: {error}") from None
 
 
-def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBackend:
+def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO, load: bool = True) -> TrayBackend:
     if not sim_spec or not tray:
         raise BackendError("--backend sim needs --sim-spec FILE (or - for stdin) and --tray NAME")
     spec = read_spec(sim_spec, stdin)
@@ -105,8 +109,9 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     if not tray_spec.gpus:
         rack = SimRack(spec)
         return TrayBackend("sim", tray, None, rack.clock, switch=SimSwitchReader(SimSwitchTray(rack, tray)))
-    from probes.compute.sim_device import SimDevice  # numpy: a compute tray's only
-    from probes.sim.device import SimComputeDevice
+    if load:
+        from probes.compute.sim_device import SimDevice  # numpy: a compute tray's only
+        from probes.sim.device import SimComputeDevice
 
     # Built once the imports are done: a spec without an epoch starts its clock here, so its
     # faults' times count from just before the probe's first reading, on a slow machine too.
@@ -115,7 +120,7 @@ def _open_sim(sim_spec: str | None, tray: str | None, stdin: TextIO) -> TrayBack
     nvml.nvmlInit()
     gpus = rack.trays[tray].gpus
     return TrayBackend("sim", tray, nvml, rack.clock,
-                       open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)},
+                       open_devices=lambda: {i: SimDevice(SimComputeDevice(rack, gpu)) for i, gpu in enumerate(gpus)} if load else {},
                        kernel_log=lambda since: rack.kernel_log(tray, since),
                        kernel_history=lambda until: rack.kernel_history(tray, until), imex=lambda: rack.imex(tray),
                        compute_missing=lambda: _modules_missing(("numpy", "probes.compute.sim_device")),

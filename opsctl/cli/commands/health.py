@@ -65,7 +65,7 @@ def judge_tray(rack: Rack, tray: Tray, window_s: float) -> tuple[dict[str, Any],
             spec_file = Path(folder) / "sim-spec.json"
             spec_file.write_text(json.dumps(on_one_timeline(spec).to_dict()))
         try:
-            backend = open_backend(rack.backend, str(spec_file) if spec_file else None, tray.name)
+            backend = open_backend(rack.backend, str(spec_file) if spec_file else None, tray.name, load=False)
         except BackendError as error:
             raise (IncompleteError if error.exit_code == EXIT_INCOMPLETE else InputError)(
                 f"{rack.name}/{tray.name}: {error}") from None
