@@ -187,15 +187,22 @@ _TOO_LARGE = 2.0**64  # as a float, 2^64 − 1 rounds to it: the integers at or 
 
 def _read_side(links: list[Link], side: str, source: str, prefix: str, index: PartIndex) -> SideReadings:
     """The readings of the links read at one end, column by column (a fleet has hundreds of
-    thousands of links): the common GPU-side entry is looked up in one pass, any other entry by
-    link_index, which also says what is wrong with one that names no link of the rack."""
+    thousands of links): the common entries — a GPU-side one by its GPU and port, a switch-side
+    one by its link id — are looked up in one pass, any other entry by link_index, which also
+    says what is wrong with one that names no link of the rack."""
     readings = SideReadings.empty(index.links)
     entries = [entry for entry in links if entry.side == side]
     if not entries:
         return readings
-    cut, table = len(prefix), index.link_by_gpu_port
-    found = [table.get((entry.gpu[cut:] if entry.gpu.startswith(prefix) else entry.gpu, entry.port))
-             if side == "gpu" and entry.gpu is not None else None for entry in entries]
+    cut = len(prefix)
+    if side == "gpu":
+        by_port = index.link_by_gpu_port
+        found = [by_port.get((entry.gpu[cut:] if entry.gpu.startswith(prefix) else entry.gpu, entry.port))
+                 if entry.gpu is not None else None for entry in entries]
+    else:
+        by_id = index.link_index
+        found = [by_id.get(entry.link[cut:] if entry.link.startswith(prefix) else entry.link)
+                 if entry.link is not None else None for entry in entries]
     if None in found:
         numbers = [i for i, entry in enumerate(links) if entry.side == side]
         found = [link if link is not None else link_index(entry, f"{source}: links[{i}]", prefix, index)
