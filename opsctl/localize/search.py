@@ -96,6 +96,10 @@ class _Scorer:
         self.gpu_counts = gends - gstarts
         self.entry_position = np.repeat(np.arange(len(self.live)), ends - starts)  # live position of each entry
         self.base: np.ndarray | None = None
+        # The search asks for the same sets again and again (a slot's others, a grown set's
+        # prefixes): each state and slot is computed once, from its prefix's state.
+        self._states: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._slots: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.own = np.zeros(len(self.live))
         for position, part in enumerate(self.live):
             if index.part_kinds[part] == "gpu":
@@ -155,12 +159,18 @@ class _Scorer:
         origin_left[self.index.part_gpus(part)] = 0.0
 
     def state(self, chosen: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Link explanation p and unexplained origin XIDs under the chosen parts."""
-        p = np.zeros(self.index.links)
-        origin_left = self.evidence.gpu_origin.copy()
-        for part in chosen:
-            self.add(part, p, origin_left)
-        return p, origin_left
+        """Link explanation p and unexplained origin XIDs under the chosen parts, in their
+        order (read-only: they are kept for the next ask)."""
+        key = tuple(chosen)
+        if key not in self._states:
+            if key:
+                p, origin_left = (array.copy() for array in self.state(key[:-1]))
+                self.add(key[-1], p, origin_left)
+            else:
+                p, origin_left = np.zeros(self.index.links), self.evidence.gpu_origin.copy()
+            p.flags.writeable = origin_left.flags.writeable = False
+            self._states[key] = p, origin_left
+        return self._states[key]
 
     def total(self, chosen: Sequence[int], passes: int = 3) -> float:
         """Log posterior odds of the whole set against "nothing is faulty", whatever its order:
@@ -197,11 +207,16 @@ class _Scorer:
         return total + float(np.sum(self.evidence.gpu_origin[list(gpus)]))
 
     def slot(self, others: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """G of every live part for one more fault beside `others`, and the link-state p."""
-        p, origin_left = self.state(others)
-        odds = self.log_odds(p, origin_left)
-        odds[np.isin(self.live, others)] = -np.inf
-        return odds, p
+        """G of every live part for one more fault beside `others` (a copy, the caller's to
+        change), and the link-state p."""
+        key = tuple(others)
+        if key not in self._slots:
+            p, origin_left = self.state(others)
+            odds = self.log_odds(p, origin_left)
+            odds[np.isin(self.live, others)] = -np.inf
+            self._slots[key] = odds, p
+        odds, p = self._slots[key]
+        return odds.copy(), p
 
     def moves(self, part: int, others: list[int], odds: np.ndarray,
               p: np.ndarray) -> Iterator[tuple[list[int], Sequence[int]]]:
