@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from opsctl.errors import InputError
-from opsctl.input_checks import MAX_COUNTER, check_depth, shown
+from opsctl.input_checks import MAX_COUNTER, check_depth, nested_within, shown
 from opsctl.localize.evidence import COUNTERS, recorded_gpu_xids
 from opsctl.rack_models import MODELS, RackModel
 from opsctl.regular_files import read_regular_text
+from opsctl.unique_json import decode_unique
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml, unique_keys
 
 if TYPE_CHECKING:  # the schema imports msgspec: only when a snapshot is read
@@ -104,6 +105,9 @@ def read_snapshot_file(path: str | Path) -> list[Any]:
 def _load(path: str | Path) -> Any:
     # JSON is the format; a large fleet file parses an order of magnitude faster with json.
     text = read_regular_text(path)  # a FIFO or /dev/zero: refused in one line, within the cap
+    document = decode_unique(text)  # the common case, fast; None: json's strict parse below decides
+    if document is not None and nested_within(document):
+        return document
     try:
         return check_depth(json.loads(text, parse_constant=_not_a_number, object_pairs_hook=unique_keys), path)
     except json.JSONDecodeError:
