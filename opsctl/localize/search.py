@@ -68,6 +68,15 @@ def _logsumexp(values: np.ndarray, axis: int | None = None) -> Any:
     return np.squeeze(total, axis=axis) if axis is not None else float(total.ravel()[0])
 
 
+def _lookup(values: np.ndarray, sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `values`: where it would sit in `sorted_values` (unique, ascending) and whether
+    it is there — np.isin's answer for sorted integers, by binary search."""
+    if not len(sorted_values):
+        return np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return at, sorted_values[at] == values
+
+
 class _Scorer:
     """Scores parts and sets of parts for one rack's evidence. Only "live" parts are scored:
     those with a link that looks bad or GPU evidence; no other part can gain."""
@@ -100,6 +109,8 @@ class _Scorer:
         # prefixes): each state and slot is computed once, from its prefix's state.
         self._states: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._slots: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._overlaps: dict[tuple[int, int], np.ndarray] = {}  # total()'s: which links two parts share
+        self._best_qs: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
         self.own = np.zeros(len(self.live))
         for position, part in enumerate(self.live):
             if index.part_kinds[part] == "gpu":
@@ -183,15 +194,9 @@ class _Scorer:
         q = {part: 0 for part in chosen}
         for _ in range(passes):
             for part in chosen:
-                survive = np.ones(index.links)  # P(link not made bad by the other parts)
-                for other in chosen:
-                    if other != part:
-                        survive[index.part_links(other)] *= 1 - grid[q[other]]
-                links = index.part_links(part)
-                p, r = 1 - survive[links], self.r[links]
-                a = (1 - p) * (r - 1) / (p * r + 1 - p)
-                row = np.log1p(np.outer(a, grid)).sum(axis=0) + index.log_q_weight[part]
-                q[part] = int(np.argmax(row))
+                # Only the other parts that share links with it change its fit (most share none).
+                shared = tuple((other, q[other]) for other in chosen if other != part and len(self._shared(part, other)))
+                q[part] = self._best_q(part, shared)
         survive = np.ones(index.links)
         for part in chosen:
             survive[index.part_links(part)] *= 1 - grid[q[part]]
@@ -206,6 +211,32 @@ class _Scorer:
             gpus.update(index.part_gpus(part).tolist())
         return total + float(np.sum(self.evidence.gpu_origin[list(gpus)]))
 
+    def live_positions(self, parts: Sequence[int]) -> np.ndarray:
+        """Where the live ones of `parts` sit in `live`."""
+        at, found = _lookup(np.asarray(parts, dtype=np.int64), self.live)
+        return at[found]
+
+    def _shared(self, part: int, other: int) -> np.ndarray:
+        """The positions in `part`'s links of the links `other` carries too."""
+        key = part, other
+        if key not in self._overlaps:
+            self._overlaps[key] = np.flatnonzero(_lookup(self.index.part_links(part), self.index.part_links(other))[1])
+        return self._overlaps[key]
+
+    def _best_q(self, part: int, shared: tuple[tuple[int, int], ...]) -> int:
+        """The grid index of `part`'s best penetrance, the parts it shares links with at theirs."""
+        key = part, shared
+        if key not in self._best_qs:
+            links, grid = self.index.part_links(part), self.index.q_grid
+            survive = np.ones(len(links))  # P(link not made bad by the other parts)
+            for other, q_other in shared:
+                survive[self._shared(part, other)] *= 1 - grid[q_other]
+            p, r = 1 - survive, self.r[links]
+            a = (1 - p) * (r - 1) / (p * r + 1 - p)
+            row = np.log1p(np.outer(a, grid)).sum(axis=0) + self.index.log_q_weight[part]
+            self._best_qs[key] = int(np.argmax(row))
+        return self._best_qs[key]
+
     def slot(self, others: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """G of every live part for one more fault beside `others` (a copy, the caller's to
         change), and the link-state p."""
@@ -213,7 +244,7 @@ class _Scorer:
         if key not in self._slots:
             p, origin_left = self.state(others)
             odds = self.log_odds(p, origin_left)
-            odds[np.isin(self.live, others)] = -np.inf
+            odds[self.live_positions(others)] = -np.inf
             self._slots[key] = odds, p
         odds, p = self._slots[key]
         return odds.copy(), p
@@ -251,7 +282,7 @@ class _Scorer:
         chosen = list(chosen)
         while len(chosen) < max_faults:
             odds, _ = self.slot(chosen)
-            odds[np.isin(self.live, forbidden)] = -np.inf
+            odds[self.live_positions(forbidden)] = -np.inf
             if _logsumexp(odds) <= threshold:
                 break
             chosen.append(int(self.live[int(np.argmax(odds))]))
