@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from opsctl.errors import InputError
 from opsctl.input_checks import number
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
+from probes.shipped_yaml import load_shipped_yaml
 
 if TYPE_CHECKING:
     from opsctl.rack_models import RackModel
@@ -147,7 +148,7 @@ def _merge(base: dict[Any, Any], override: dict[Any, Any]) -> dict[Any, Any]:
 
 def load_mttr_model(path: str | Path | None = None) -> MttrModel:
     """The default model, with the user's file (path, else $OPSCTL_MTTR_CONFIG) laid over it."""
-    data = require_mapping(load_yaml_file(DEFAULT_MTTR_CONFIG), DEFAULT_MTTR_CONFIG)
+    data = require_mapping(load_shipped_yaml(DEFAULT_MTTR_CONFIG), DEFAULT_MTTR_CONFIG)  # ours: parsed once, cached
     path = path or os.environ.get(MTTR_CONFIG_ENV)
     source = str(DEFAULT_MTTR_CONFIG)
     if path:

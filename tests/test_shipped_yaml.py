@@ -56,3 +56,22 @@ def test_no_cache_is_written_under_pythondontwritebytecode_nor_where_the_folder_
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     (tmp_path / "__pycache__").write_text("a file where the folder would go")
     assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}  # read all the same
+
+
+def test_what_we_ship_reads_the_same_by_the_strict_loader():
+    """The files read by the C loader without the strict checks (the rulebook, the XID catalog,
+    the SKU figures, the repair model, the runbooks' front matter) are held to them here: no key
+    twice, nothing nested too deep, the same document."""
+    from opsctl.mttr import DEFAULT_MTTR_CONFIG
+    from opsctl.runbooks import RUNBOOK_DIR
+    from opsctl.yaml_input import parse_yaml
+    from tests.conftest import REPO
+
+    files = [*sorted((REPO / "probes" / "references").glob("*.yaml")), DEFAULT_MTTR_CONFIG]
+    texts = {path: path.read_text() for path in files}
+    for path in sorted(RUNBOOK_DIR.glob("*.md")):
+        if path.name != "README.md":
+            text = path.read_text()
+            texts[path] = text[4:text.find("\n---\n", 4)]
+    for path, text in texts.items():
+        assert shipped_yaml.parse_trusted_yaml(text) == parse_yaml(text, path), path
