@@ -134,7 +134,10 @@ class _Scorer:
         before = np.log1p(np.outer(r - 1, self.index.q_grid))
         after = np.log1p(np.outer((1 - explained) * (r - 1) / (explained * r + 1 - explained), self.index.q_grid))
         table = self.base.copy()
-        np.add.at(table, self.entry_position[touched], after - before)
+        # add.at over the flat table (NumPy's fast path), cell by cell in the same order as by rows.
+        width = table.shape[1]
+        cells = (self.entry_position[touched, None] * width + np.arange(width)).ravel()
+        np.add.at(table.reshape(-1), cells, (after - before).ravel())
         return table
 
     def log_odds(self, p: np.ndarray, origin_left: np.ndarray) -> np.ndarray:
