@@ -121,23 +121,28 @@ class _Scorer:
 
         The table with nothing explained is computed once; a hypothesis changes only the
         entries of the links its parts explain, so only those are recomputed."""
+        grid = self.index.q_grid
         if self.base is None:
             a = (self.r - 1)[self.entries]
-            self.base = np.zeros((len(self.live), len(self.index.q_grid)))
+            self.base = np.zeros((len(self.live), len(grid)))
             if len(a):
-                self.base = np.add.reduceat(np.log1p(np.outer(a, self.index.q_grid)), self.offsets, axis=0)
+                self.base = np.add.reduceat(np.log1p(np.outer(a, grid)), self.offsets, axis=0)
         touched = np.flatnonzero(p[self.entries] > 0)
         if not len(touched):
             return self.base
-        links = self.entries[touched]
-        r, explained = self.r[links], p[links]
-        before = np.log1p(np.outer(r - 1, self.index.q_grid))
-        after = np.log1p(np.outer((1 - explained) * (r - 1) / (explained * r + 1 - explained), self.index.q_grid))
+        # The change each explained link makes, once a link (it is an entry of every live part
+        # it passes through), then added to each of those parts' rows: by np.add.at over the flat
+        # table (NumPy's fast path), cell by cell in the same order as by rows.
+        explained_links = np.flatnonzero(p > 0)
+        r, explained = self.r[explained_links], p[explained_links]
+        before = np.log1p(np.outer(r - 1, grid))
+        after = np.log1p(np.outer((1 - explained) * (r - 1) / (explained * r + 1 - explained), grid))
+        row_of = np.zeros(self.index.links, dtype=np.int64)
+        row_of[explained_links] = np.arange(len(explained_links))
+        change = (after - before)[row_of[self.entries[touched]]]
         table = self.base.copy()
-        # add.at over the flat table (NumPy's fast path), cell by cell in the same order as by rows.
-        width = table.shape[1]
-        cells = (self.entry_position[touched, None] * width + np.arange(width)).ravel()
-        np.add.at(table.reshape(-1), cells, (after - before).ravel())
+        cells = (self.entry_position[touched, None] * len(grid) + np.arange(len(grid))).ravel()
+        np.add.at(table.reshape(-1), cells, change.ravel())
         return table
 
     def log_odds(self, p: np.ndarray, origin_left: np.ndarray) -> np.ndarray:
@@ -194,12 +199,12 @@ class _Scorer:
         if not chosen:
             return 0.0
         grid = index.q_grid
+        # Only the other parts that share links with a part change its fit (most share none).
+        sharing = {part: [other for other in chosen if other != part and len(self._shared(part, other))] for part in chosen}
         q = {part: 0 for part in chosen}
         for _ in range(passes):
             for part in chosen:
-                # Only the other parts that share links with it change its fit (most share none).
-                shared = tuple((other, q[other]) for other in chosen if other != part and len(self._shared(part, other)))
-                q[part] = self._best_q(part, shared)
+                q[part] = self._best_q(part, tuple((other, q[other]) for other in sharing[part]))
         survive = np.ones(index.links)
         for part in chosen:
             survive[index.part_links(part)] *= 1 - grid[q[part]]
