@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
+from itertools import chain
 from typing import Any, TypeVar
 
 import click
@@ -99,25 +100,33 @@ def one_of(value: object, choices: Collection[str], where: str) -> str:
 
 # --- nesting ---------------------------------------------------------------------------------
 def check_depth(document: _Document, source: object, limit: int = MAX_DEPTH) -> _Document:
-    """Refuse a document nested deeper than `limit`. Walks without recursion, and each list or
+    """Refuse a document nested deeper than `limit`."""
+    if not nested_within(document, limit):
+        raise InputError(f"{source}: nested deeper than {limit} levels; no opsctl file goes beyond a few")
+    return document
+
+
+_CONTAINERS = (dict, list)
+
+
+def nested_within(document: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether `document` nests no deeper than `limit`. Walks without recursion, and each list or
     mapping once: a YAML alias repeated a billion times is one object, walked once."""
-    # Level by level: a list of each level's containers, not a (value, depth) pair a child —
-    # 13 → 10.6 ms on a rack's 0.8 MB snapshot, whose JSON itself decodes in 12.
+    # Level by level, each level's values in one comprehension over all its containers: a rack's
+    # 0.6 MB snapshot (2,700 containers, 40,000 values) 3.8 → 2.9 ms.
     seen: set[int] = set()
-    level: list[Any] = [document] if isinstance(document, (dict, list)) else []
+    level: list[Any] = [document] if isinstance(document, _CONTAINERS) else []
     depth = 1
     while level:
         if depth > limit:
-            raise InputError(f"{source}: nested deeper than {limit} levels; no opsctl file goes beyond a few")
-        below: list[Any] = []
+            return False
+        fresh = []
         for value in level:
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            children = value.values() if isinstance(value, dict) else value
-            below += [child for child in children if isinstance(child, (dict, list))]
-        level, depth = below, depth + 1
-    return document
+            if id(value) not in seen:
+                seen.add(id(value))
+                fresh.append(value.values() if isinstance(value, dict) else value)
+        level, depth = [child for child in chain.from_iterable(fresh) if isinstance(child, _CONTAINERS)], depth + 1
+    return True
 
 
 # --- flags -----------------------------------------------------------------------------------

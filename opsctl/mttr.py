@@ -10,14 +10,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opsctl.errors import InputError
 from opsctl.input_checks import number
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, require_mapping
+from probes.shipped_yaml import load_shipped_yaml
 
 if TYPE_CHECKING:
+    from opsctl.rack_models import RackModel
     from opsctl.topology.graph import Component, Topology
 
 DEFAULT_MTTR_CONFIG = Path(__file__).resolve().parent / "data" / "mttr.yaml"
@@ -109,10 +112,15 @@ class MttrModel:
                           "the 64-of-72 practice: docs/sources.md)"}
 
 
+@lru_cache(maxsize=64)
+def _gpu_trays(model: RackModel, rack: str) -> dict[str, str]:
+    """GPU id -> its compute tray, once per rack: a fleet's localization asks for every suspect."""
+    return {model.gpu_id(rack, index): model.gpu_tray(index) for index in range(model.gpus)}
+
+
 def gpus_out(scope: str, component: Component, topology: Topology) -> set[str]:
     """The GPU ids a repair of `component` with this out-of-service scope idles."""
-    model, rack = topology.model, topology.rack
-    trays = {model.gpu_id(rack, index): model.gpu_tray(index) for index in range(model.gpus)}
+    trays = _gpu_trays(topology.model, topology.rack)
     if scope in ("server", "rack"):
         return set(trays)
     if scope == "gpu":
@@ -140,7 +148,7 @@ def _merge(base: dict[Any, Any], override: dict[Any, Any]) -> dict[Any, Any]:
 
 def load_mttr_model(path: str | Path | None = None) -> MttrModel:
     """The default model, with the user's file (path, else $OPSCTL_MTTR_CONFIG) laid over it."""
-    data = require_mapping(load_yaml_file(DEFAULT_MTTR_CONFIG), DEFAULT_MTTR_CONFIG)
+    data = require_mapping(load_shipped_yaml(DEFAULT_MTTR_CONFIG), DEFAULT_MTTR_CONFIG)  # ours: parsed once, cached
     path = path or os.environ.get(MTTR_CONFIG_ENV)
     source = str(DEFAULT_MTTR_CONFIG)
     if path:

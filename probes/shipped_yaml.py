@@ -39,18 +39,21 @@ def load_shipped_yaml(path: Path | str) -> Any:
                 return pickle.load(file)  # noqa: S301 - our own cache, trusted as bytecode is
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError):
         pass  # no cache yet, or a broken one: parse
-    document = _parse(raw)
+    document = parse_trusted_yaml(raw.decode("utf-8"))
     if not sys.dont_write_bytecode:
         _write_cache(cache, key, document)
     return document
 
 
-def _parse(raw: bytes) -> Any:
+def parse_trusted_yaml(text: str) -> Any:
+    """YAML we ship (a file, or a runbook's front matter), by the C loader where PyYAML has it:
+    trusted, so read without the strict checks user files get (the tests hold the shipped files to
+    those). PyYAML is imported here, on a parse, not when the module loads."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         raise ShippedYamlError(str(getattr(error, "problem", None) or error),

@@ -23,7 +23,7 @@ def test_a_second_load_reads_the_cache_and_an_edited_file_is_parsed_again(tmp_pa
     assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100}
     assert cache_of(rules).is_file()
     parsed = []
-    monkeypatch.setattr(shipped_yaml, "_parse", lambda raw: parsed.append(raw) or {"parsed": True})
+    monkeypatch.setattr(shipped_yaml, "parse_trusted_yaml", lambda text: parsed.append(text) or {"parsed": True})
     assert shipped_yaml.load_shipped_yaml(rules) == {"limit": 100} and parsed == []  # from the cache
     rules.write_text("limit: 101\n")  # same size, maybe the same time stamp: the bytes decide
     assert shipped_yaml.load_shipped_yaml(rules) == {"parsed": True} and len(parsed) == 1
@@ -77,3 +77,22 @@ def test_a_file_that_is_not_yaml_says_where(tmp_path):
     with pytest.raises(shipped_yaml.ShippedYamlError) as raised:
         shipped_yaml.load_shipped_yaml(rules)
     assert raised.value.line == 2 and raised.value.column is not None and raised.value.problem
+
+
+def test_what_we_ship_reads_the_same_by_the_strict_loader():
+    """The files read by the C loader without the strict checks (the rulebook, the XID catalog,
+    the SKU figures, the repair model, the runbooks' front matter) are held to them here: no key
+    twice, nothing nested too deep, the same document."""
+    from opsctl.mttr import DEFAULT_MTTR_CONFIG
+    from opsctl.runbooks import RUNBOOK_DIR
+    from opsctl.yaml_input import parse_yaml
+    from tests.conftest import REPO
+
+    files = [*sorted((REPO / "probes" / "references").glob("*.yaml")), DEFAULT_MTTR_CONFIG]
+    texts = {path: path.read_text() for path in files}
+    for path in sorted(RUNBOOK_DIR.glob("*.md")):
+        if path.name != "README.md":
+            text = path.read_text()
+            texts[path] = text[4:text.find("\n---\n", 4)]
+    for path, text in texts.items():
+        assert shipped_yaml.parse_trusted_yaml(text) == parse_yaml(text, path), path

@@ -41,3 +41,11 @@ def test_no_help_loads_the_ssh_transport_or_the_simulator():
     for argv in (("burnin", "--help"), ("triage", "--help"), ("snapshot", "--help"), ("health", "--help")):
         _, loaded = imported(*argv)
         assert not {"paramiko", "cryptography", "opsctl.simulation", "probes.sim"} & set(loaded), argv
+
+
+def test_health_of_a_simulated_tray_loads_no_numpy():
+    """It reads counters and runs no load: the simulator's compute device (NumPy) stays out, as
+    PyTorch does on a real tray."""
+    code, loaded = imported("health", "rack07/ct01", "--json")
+    assert code == 0
+    assert "numpy" not in loaded and "rich" not in loaded

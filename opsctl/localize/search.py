@@ -68,6 +68,15 @@ def _logsumexp(values: np.ndarray, axis: int | None = None) -> Any:
     return np.squeeze(total, axis=axis) if axis is not None else float(total.ravel()[0])
 
 
+def _lookup(values: np.ndarray, sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `values`: where it would sit in `sorted_values` (unique, ascending) and whether
+    it is there — np.isin's answer for sorted integers, by binary search."""
+    if not len(sorted_values):
+        return np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_values, values), len(sorted_values) - 1)
+    return at, sorted_values[at] == values
+
+
 class _Scorer:
     """Scores parts and sets of parts for one rack's evidence. Only "live" parts are scored:
     those with a link that looks bad or GPU evidence; no other part can gain."""
@@ -96,6 +105,12 @@ class _Scorer:
         self.gpu_counts = gends - gstarts
         self.entry_position = np.repeat(np.arange(len(self.live)), ends - starts)  # live position of each entry
         self.base: np.ndarray | None = None
+        # The search asks for the same sets again and again (a slot's others, a grown set's
+        # prefixes): each state and slot is computed once, from its prefix's state.
+        self._states: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._slots: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._overlaps: dict[tuple[int, int], np.ndarray] = {}  # total()'s: which links two parts share
+        self._best_qs: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
         self.own = np.zeros(len(self.live))
         for position, part in enumerate(self.live):
             if index.part_kinds[part] == "gpu":
@@ -106,20 +121,28 @@ class _Scorer:
 
         The table with nothing explained is computed once; a hypothesis changes only the
         entries of the links its parts explain, so only those are recomputed."""
+        grid = self.index.q_grid
         if self.base is None:
             a = (self.r - 1)[self.entries]
-            self.base = np.zeros((len(self.live), len(self.index.q_grid)))
+            self.base = np.zeros((len(self.live), len(grid)))
             if len(a):
-                self.base = np.add.reduceat(np.log1p(np.outer(a, self.index.q_grid)), self.offsets, axis=0)
+                self.base = np.add.reduceat(np.log1p(np.outer(a, grid)), self.offsets, axis=0)
         touched = np.flatnonzero(p[self.entries] > 0)
         if not len(touched):
             return self.base
-        links = self.entries[touched]
-        r, explained = self.r[links], p[links]
-        before = np.log1p(np.outer(r - 1, self.index.q_grid))
-        after = np.log1p(np.outer((1 - explained) * (r - 1) / (explained * r + 1 - explained), self.index.q_grid))
+        # The change each explained link makes, once a link (it is an entry of every live part
+        # it passes through), then added to each of those parts' rows: by np.add.at over the flat
+        # table (NumPy's fast path), cell by cell in the same order as by rows.
+        explained_links = np.flatnonzero(p > 0)
+        r, explained = self.r[explained_links], p[explained_links]
+        before = np.log1p(np.outer(r - 1, grid))
+        after = np.log1p(np.outer((1 - explained) * (r - 1) / (explained * r + 1 - explained), grid))
+        row_of = np.zeros(self.index.links, dtype=np.int64)
+        row_of[explained_links] = np.arange(len(explained_links))
+        change = (after - before)[row_of[self.entries[touched]]]
         table = self.base.copy()
-        np.add.at(table, self.entry_position[touched], after - before)
+        cells = (self.entry_position[touched, None] * len(grid) + np.arange(len(grid))).ravel()
+        np.add.at(table.reshape(-1), cells, change.ravel())
         return table
 
     def log_odds(self, p: np.ndarray, origin_left: np.ndarray) -> np.ndarray:
@@ -155,12 +178,18 @@ class _Scorer:
         origin_left[self.index.part_gpus(part)] = 0.0
 
     def state(self, chosen: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Link explanation p and unexplained origin XIDs under the chosen parts."""
-        p = np.zeros(self.index.links)
-        origin_left = self.evidence.gpu_origin.copy()
-        for part in chosen:
-            self.add(part, p, origin_left)
-        return p, origin_left
+        """Link explanation p and unexplained origin XIDs under the chosen parts, in their
+        order (read-only: they are kept for the next ask)."""
+        key = tuple(chosen)
+        if key not in self._states:
+            if key:
+                p, origin_left = (array.copy() for array in self.state(key[:-1]))
+                self.add(key[-1], p, origin_left)
+            else:
+                p, origin_left = np.zeros(self.index.links), self.evidence.gpu_origin.copy()
+            p.flags.writeable = origin_left.flags.writeable = False
+            self._states[key] = p, origin_left
+        return self._states[key]
 
     def total(self, chosen: Sequence[int], passes: int = 3) -> float:
         """Log posterior odds of the whole set against "nothing is faulty", whatever its order:
@@ -170,18 +199,12 @@ class _Scorer:
         if not chosen:
             return 0.0
         grid = index.q_grid
+        # Only the other parts that share links with a part change its fit (most share none).
+        sharing = {part: [other for other in chosen if other != part and len(self._shared(part, other))] for part in chosen}
         q = {part: 0 for part in chosen}
         for _ in range(passes):
             for part in chosen:
-                survive = np.ones(index.links)  # P(link not made bad by the other parts)
-                for other in chosen:
-                    if other != part:
-                        survive[index.part_links(other)] *= 1 - grid[q[other]]
-                links = index.part_links(part)
-                p, r = 1 - survive[links], self.r[links]
-                a = (1 - p) * (r - 1) / (p * r + 1 - p)
-                row = np.log1p(np.outer(a, grid)).sum(axis=0) + index.log_q_weight[part]
-                q[part] = int(np.argmax(row))
+                q[part] = self._best_q(part, tuple((other, q[other]) for other in sharing[part]))
         survive = np.ones(index.links)
         for part in chosen:
             survive[index.part_links(part)] *= 1 - grid[q[part]]
@@ -196,12 +219,43 @@ class _Scorer:
             gpus.update(index.part_gpus(part).tolist())
         return total + float(np.sum(self.evidence.gpu_origin[list(gpus)]))
 
+    def live_positions(self, parts: Sequence[int]) -> np.ndarray:
+        """Where the live ones of `parts` sit in `live`."""
+        at, found = _lookup(np.asarray(parts, dtype=np.int64), self.live)
+        return at[found]
+
+    def _shared(self, part: int, other: int) -> np.ndarray:
+        """The positions in `part`'s links of the links `other` carries too."""
+        key = part, other
+        if key not in self._overlaps:
+            self._overlaps[key] = np.flatnonzero(_lookup(self.index.part_links(part), self.index.part_links(other))[1])
+        return self._overlaps[key]
+
+    def _best_q(self, part: int, shared: tuple[tuple[int, int], ...]) -> int:
+        """The grid index of `part`'s best penetrance, the parts it shares links with at theirs."""
+        key = part, shared
+        if key not in self._best_qs:
+            links, grid = self.index.part_links(part), self.index.q_grid
+            survive = np.ones(len(links))  # P(link not made bad by the other parts)
+            for other, q_other in shared:
+                survive[self._shared(part, other)] *= 1 - grid[q_other]
+            p, r = 1 - survive, self.r[links]
+            a = (1 - p) * (r - 1) / (p * r + 1 - p)
+            row = np.log1p(np.outer(a, grid)).sum(axis=0) + self.index.log_q_weight[part]
+            self._best_qs[key] = int(np.argmax(row))
+        return self._best_qs[key]
+
     def slot(self, others: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """G of every live part for one more fault beside `others`, and the link-state p."""
-        p, origin_left = self.state(others)
-        odds = self.log_odds(p, origin_left)
-        odds[np.isin(self.live, others)] = -np.inf
-        return odds, p
+        """G of every live part for one more fault beside `others` (a copy, the caller's to
+        change), and the link-state p."""
+        key = tuple(others)
+        if key not in self._slots:
+            p, origin_left = self.state(others)
+            odds = self.log_odds(p, origin_left)
+            odds[self.live_positions(others)] = -np.inf
+            self._slots[key] = odds, p
+        odds, p = self._slots[key]
+        return odds.copy(), p
 
     def moves(self, part: int, others: list[int], odds: np.ndarray,
               p: np.ndarray) -> Iterator[tuple[list[int], Sequence[int]]]:
@@ -236,7 +290,7 @@ class _Scorer:
         chosen = list(chosen)
         while len(chosen) < max_faults:
             odds, _ = self.slot(chosen)
-            odds[np.isin(self.live, forbidden)] = -np.inf
+            odds[self.live_positions(forbidden)] = -np.inf
             if _logsumexp(odds) <= threshold:
                 break
             chosen.append(int(self.live[int(np.argmax(odds))]))

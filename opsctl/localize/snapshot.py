@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from opsctl.errors import InputError
-from opsctl.input_checks import MAX_COUNTER, check_depth, shown
+from opsctl.input_checks import MAX_COUNTER, check_depth, nested_within, shown
 from opsctl.localize.evidence import COUNTERS, recorded_gpu_xids
 from opsctl.rack_models import MODELS, RackModel
 from opsctl.regular_files import read_regular_text
+from opsctl.unique_json import decode_unique
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml, unique_keys
 
 if TYPE_CHECKING:  # the schema imports msgspec: only when a snapshot is read
@@ -104,6 +105,9 @@ def read_snapshot_file(path: str | Path) -> list[Any]:
 def _load(path: str | Path) -> Any:
     # JSON is the format; a large fleet file parses an order of magnitude faster with json.
     text = read_regular_text(path)  # a FIFO or /dev/zero: refused in one line, within the cap
+    document = decode_unique(text)  # the common case, fast; None: json's strict parse below decides
+    if document is not None and nested_within(document):
+        return document
     try:
         return check_depth(json.loads(text, parse_constant=_not_a_number, object_pairs_hook=unique_keys), path)
     except json.JSONDecodeError:
@@ -187,15 +191,22 @@ _TOO_LARGE = 2.0**64  # as a float, 2^64 − 1 rounds to it: the integers at or 
 
 def _read_side(links: list[Link], side: str, source: str, prefix: str, index: PartIndex) -> SideReadings:
     """The readings of the links read at one end, column by column (a fleet has hundreds of
-    thousands of links): the common GPU-side entry is looked up in one pass, any other entry by
-    link_index, which also says what is wrong with one that names no link of the rack."""
+    thousands of links): the common entries — a GPU-side one by its GPU and port, a switch-side
+    one by its link id — are looked up in one pass, any other entry by link_index, which also
+    says what is wrong with one that names no link of the rack."""
     readings = SideReadings.empty(index.links)
     entries = [entry for entry in links if entry.side == side]
     if not entries:
         return readings
-    cut, table = len(prefix), index.link_by_gpu_port
-    found = [table.get((entry.gpu[cut:] if entry.gpu.startswith(prefix) else entry.gpu, entry.port))
-             if side == "gpu" and entry.gpu is not None else None for entry in entries]
+    cut = len(prefix)
+    if side == "gpu":
+        by_port = index.link_by_gpu_port
+        found = [by_port.get((entry.gpu[cut:] if entry.gpu.startswith(prefix) else entry.gpu, entry.port))
+                 if entry.gpu is not None else None for entry in entries]
+    else:
+        by_id = index.link_index
+        found = [by_id.get(entry.link[cut:] if entry.link.startswith(prefix) else entry.link)
+                 if entry.link is not None else None for entry in entries]
     if None in found:
         numbers = [i for i, entry in enumerate(links) if entry.side == side]
         found = [link if link is not None else link_index(entry, f"{source}: links[{i}]", prefix, index)

@@ -23,8 +23,6 @@ from opsctl.backend import on_one_timeline, sim_spec_for
 from opsctl.cli.context import inventory_from, inventory_option
 from opsctl.cli.output import console, json_option, print_json
 from opsctl.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, IncompleteError, InputError
-from opsctl.slurm.containment import HEALTH_ACTION, drain_parts, resume_parts
-from opsctl.slurm.scope import PartScope
 
 if TYPE_CHECKING:
     from opsctl.inventory import Rack, Tray
@@ -64,7 +62,7 @@ def judge_tray(rack: Rack, tray: Tray, window_s: float) -> tuple[dict[str, Any],
         if spec is not None:
             spec_file = Path(folder) / "sim-spec.json"
             spec_file.write_text(json.dumps(on_one_timeline(spec).to_dict()))
-        try:
+        try:  # a reading alone (no `loads`): no compute device is opened
             backend = open_backend(rack.backend, str(spec_file) if spec_file else None, tray.name)
         except BackendError as error:
             raise (IncompleteError if error.exit_code == EXIT_INCOMPLETE else InputError)(
@@ -104,6 +102,9 @@ def command(ctx: click.Context, tray: str | None, window: float, act_on_slurm: b
     tray_id = f"{rack.name}/{found.name}"
     containment = None
     if act_on_slurm:
+        from opsctl.slurm.containment import HEALTH_ACTION, drain_parts, resume_parts  # only with --slurm
+        from opsctl.slurm.scope import PartScope
+
         if code == EXIT_OK:
             # Only this check's own hold: a repair's drain of the tray is released by its repair.
             containment = resume_parts([tray_id], [found.slurm_node], action=HEALTH_ACTION)
