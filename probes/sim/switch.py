@@ -18,7 +18,8 @@ from probes.sim.sku_models import SimSku
 # Counter names as the switch reader reports them (the GPU side's names), by generation.
 DL_PORT_COUNTERS = {"crc": "crc_errors", "replay": "replay_errors", "recovery": "recovery_errors"}
 NVLINK5_PORT_COUNTERS = {"rcv": "rcv_errors", "malformed": "malformed_packet_errors",
-                         "buffer_overrun": "buffer_overrun_errors", "integrity": "local_link_integrity_errors"}
+                         "buffer_overrun": "buffer_overrun_errors", "integrity": "local_link_integrity_errors",
+                         "rcv_remote": "rcv_remote_errors", "rcv_general": "rcv_general_errors"}
 
 
 def port_counters(sku: SimSku) -> dict[str, str]:
