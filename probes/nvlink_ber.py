@@ -14,10 +14,26 @@ MANTISSA_MASK = 0xF
 EXPONENT_MASK = 0xFF
 
 
+def ber_parts(raw: float) -> tuple[int, int]:
+    """(mantissa, exponent) of a raw BER field: BER = mantissa × 10^-exponent."""
+    return (int(raw) >> MANTISSA_SHIFT) & MANTISSA_MASK, int(raw) & EXPONENT_MASK
+
+
 def decode_ber(raw: float) -> float:
-    mantissa = (int(raw) >> MANTISSA_SHIFT) & MANTISSA_MASK
-    exponent = int(raw) & EXPONENT_MASK
+    mantissa, exponent = ber_parts(raw)
     return mantissa * 10.0 ** (-exponent)
+
+
+def symbol_ber_exceeded(raw: float, floor_exponent: int, floor_mantissa: int) -> bool:
+    """DCGM 4.6's IsSymbolBerThresholdExceeded on a raw symbol BER (the floor from the rulebook):
+    it compares the packed mantissa and exponent, not the decoded number, so 1e-237 (exponent
+    237) fails a floor at exponent 238 while 10e-238, the same number, does not."""
+    mantissa, exponent = ber_parts(raw)
+    if mantissa == 0:
+        return False
+    if exponent == floor_exponent:
+        return mantissa > floor_mantissa
+    return exponent < floor_exponent
 
 
 def encode_ber(ber: float) -> int:
