@@ -28,6 +28,9 @@ SNAPSHOT_COUNTERS = {
     "local_link_integrity_errors": "local_link_integrity_errors",
     "effective_errors": "effective_errors",
     "recovery_successful": "recovery_successful",
+    "rcv_remote_errors": "rcv_remote_errors",
+    "rcv_general_errors": "rcv_general_errors",
+    "recovery_events": "recovery_events",
 }
 
 
@@ -106,11 +109,12 @@ def gpu_window(before: GpuReading, after: GpuReading, xids: list[dict[str, Any]]
 
 def snapshot_link(gpu_index: int, link: dict[str, Any]) -> dict[str, Any]:
     """A `link_window` as a row of the snapshot document (counters that NVML gave, only; the
-    effective BER where the GPU reports one)."""
+    effective BER and the raw symbol BER where the GPU reports them)."""
     row = {"gpu": gpu_index, "port": link["port"], "side": "gpu", "state": link["state"]}
     for name, source in SNAPSHOT_COUNTERS.items():
         if source in link["deltas"]:
             row[name] = link["deltas"][source]
-    if link.get("effective_ber") is not None:
-        row["effective_ber"] = link["effective_ber"]
+    for name in ("effective_ber", "symbol_ber_raw"):
+        if link.get(name) is not None:
+            row[name] = link[name]
     return row
