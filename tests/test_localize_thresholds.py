@@ -84,11 +84,12 @@ def test_a_successful_recovery_alone_names_the_link(rack07_topology):
     assert list(named(rack07_topology, 60.0, {"recovery_successful": 3})) == [TARGETS["gb200-nvl72"]]
 
 
-@pytest.mark.parametrize("mantissa, exponent, expected", [(15, 238, False), (1, 237, True), (10, 238, False),
-                                                          (0, 9, False), (3, 11, True)])
-def test_symbol_ber_is_named_worse_than_dcgms_floor(rack07_topology, mantissa, exponent, expected):
-    # DCGM 4.6 IsSymbolBerThresholdExceeded on the packed value, DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED = 238.
-    found = named(rack07_topology, 60.0, {"symbol_ber_raw": mantissa << 8 | exponent})
+@pytest.mark.parametrize("raw, expected", [(15 << 8 | 238, False), (1 << 8 | 237, True), (10 << 8 | 238, False),
+                                           (0 << 8 | 9, False), (3 << 8 | 11, True), (73710, False)])
+def test_symbol_ber_is_named_worse_than_dcgms_floor(rack07_topology, raw, expected):
+    # DCGM 4.6 IsSymbolBerThresholdExceeded on the packed value, DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED = 238;
+    # 73710 is DCGM's own test's passing Blackwell value (15e-238, bits above the 12 read set).
+    found = named(rack07_topology, 60.0, {"symbol_ber_raw": raw})
     assert list(found) == ([TARGETS["gb200-nvl72"]] if expected else [])
 
 

@@ -121,6 +121,9 @@ def ber_code(mantissa, exponent):
     (ber_code(0, 5), "pass"),      # a mantissa of 0 is a BER of 0, whatever the exponent
     (ber_code(15, 255), "pass"),   # NVML's zero (DCGM's test_health.py: 4095 is a healthy raw symbol BER)
     (1000, "fail"),                # DCGM's test_health.py error value: 3e-232
+    (73710, "pass"),               # DCGM's DcgmHealthWatchTests.cpp, Blackwell: 15e-238 with bits above the 12 read set
+    (ber_code(15, 237), "fail"),   # the same test's "worse than floor exponent"
+    (ber_code(1, 13), "fail"),     # and its "non-zero symbol BER fails"
     (ber_code(3, 11), "fail"),     # 3e-11: a real link's bad BER
 ])
 def test_symbol_ber_fails_worse_than_dcgms_floor(gb200, raw, verdict):
