@@ -91,7 +91,7 @@ def symbol_ber_checks(links: list[dict[str, Any]], rule: dict[str, Any], where: 
 
     checks: list[Check] = []
     for link, raw in measured:
-        if bool(symbol_ber_exceeded(int(raw), floor_exponent, floor_mantissa)):
+        if symbol_ber_exceeded(int(raw), floor_exponent, floor_mantissa):
             component, label, extra = where(link)
             found = check("nvlink.symbol_ber", component, "fail", decode_ber(raw), floor, "errors per bit", "worse than",
                           rule["source"], f"symbol BER {shown(raw)} on {label}: worse than DCGM's floor {floor}")

@@ -132,9 +132,7 @@ def test_nvlink_data_ecc_errors_count_in_their_gpus_total_only(sim_rack):
     # its links add up there, and no link's own counters move.
     rack = sim_rack("faults:\n  - {kind: link_errors, link: ct03/gpu2/nvl04, ecc_data_errors_per_s: 0.2}\n"
                     "  - {kind: link_errors, link: ct03/gpu2/nvl09, ecc_data_errors_per_s: 0.1}\n")
-    nvml = SimNvml(rack, "ct03")
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.now)
+    reader = reader_for(rack, "ct03")
     before = reader.read_all()
     rack.clock.advance(100.0)
     after = reader.read_all()
@@ -146,10 +144,7 @@ def test_an_nvlink4_gpu_answers_not_supported_for_the_nvlink5_fields_and_is_read
     # dcgm_fields.h: the RX remote and general errors, the recovery events and the symbol BER are
     # "NVLink5+ only"; the simulated H100 does not report the NVLink data ECC total either. Each
     # value's own return says so: recorded, and the rest of the reading goes on.
-    rack = sim_rack("seed: 2\n", topology=hgx_topology)
-    nvml = SimNvml(rack)
-    nvml.nvmlInit()
-    [gpu, *_] = NvmlReader(nvml, now=rack.now).read_all()
+    [gpu, *_] = reader_for(sim_rack("seed: 2\n", topology=hgx_topology), None).read_all()
     assert gpu.name.startswith("NVIDIA H100") and not gpu.lost and gpu.errors == {}
     assert gpu.nvlink_gpu == {} and "NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL" in gpu.unsupported
     for link in gpu.links:
