@@ -114,8 +114,8 @@ def gpu_counter_checks(component: str, counters: dict[str, Any], rules: dict[str
         counter = rule["counter"]
         if counter in found:
             checks.append(compare(f"{GPU_COUNTER_CHECK}{counter}", component, found[counter], rule["op"], rule["threshold"], "in window",
-                                  rule["source"], f"{found[counter]} NVLink {counter.replace('_', ' ')} over all of the "
-                                  f"GPU's links in {window_s:.0f} s", bad=rule["verdict"]))
+                                  rule["source"], f"{found[counter]} {rule['words']} over all of the GPU's links in "
+                                  f"{window_s:.0f} s", bad=rule["verdict"]))
     return checks
 
 

@@ -62,9 +62,14 @@ def test_a_snapshot_carries_what_dcgms_nvlink5_window_reads(sim_rack, rack07_top
                     "  - {kind: link_errors, link: ct05/gpu3/nvl11, ecc_data_errors_per_s: 0.05}\n")
     nvml = SimNvml(rack, "ct05")
     nvml.nvmlInit()
+    switch = SimSwitchReader(SimSwitchTray(rack, "st3"))  # port 4 lands on chip 4: st3/sw0
+    before = switch.read()
     document = take_snapshot(nvml, 100, clock=rack.clock, tray="ct05")
     for row in document["links"]:
         assert {"recovery_events", "rcv_remote_errors", "rcv_general_errors", "symbol_ber_raw"} <= row.keys()
+    # A recovery retrains the link, so its switch end counts it too (the simulator's model).
+    far = next(row for row in switch_window(before, switch.read()) if row["link"] == "ct05/gpu2/nvl04")
+    assert far["deltas"]["recovery_successful"] == far["deltas"]["recovery_events"] == 5
     recovered = next(row for row in document["links"] if (row["gpu"], row["port"]) == (2, 4))
     assert recovered["recovery_successful"] == recovered["recovery_events"] == 5 and recovered["link_down_events"] == 0
     assert [gpu["failed_checks"] for gpu in document["gpus"][:3]] == [[], [], []]
