@@ -61,6 +61,11 @@ def test_each_nvlink5_counter_fails_its_own_link(blackwell_burnin):
     assert set(summary["failing"]["links"]) == {f"rack07/{link}" for link, _ in NVLINK5.values()}
     [ecc] = [c for c in checks if c["check"] == "nvlink.gpu.ecc_data_errors" and c["verdict"] == "fail"]
     assert ecc["component"] == f"rack07/{ECC_GPU}" and "DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL" in ecc["source"]
+    # Named as parts to repair: the recovering link (both its ends count the recovery), and the
+    # GPU whose NVLink ECC errors name none of its links, its NVLink workflow's reset first.
+    assert {f"rack07/{NVLINK5['recovery_successful_per_s'][0]}", f"rack07/{ECC_GPU}"} <= set(summary["failing_parts"])
+    [gpu] = [s for s in summary["suspects"] if s["component"] == f"rack07/{ECC_GPU}"]
+    assert gpu["repair"] == "reset_gpu_nvlink"
 
 
 @pytest.mark.slow
