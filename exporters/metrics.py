@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from probes.nvlink_ber import ber_parts
 from probes.nvml_reader import CLOCK_EVENT_REASONS, FABRIC_HEALTH_FLAGS, FABRIC_STATES, FABRIC_SUMMARIES, RECOVERY_ACTIONS
 
 from exporters.burnin_results import VERDICT_ORDER
@@ -50,13 +51,19 @@ LINK_COUNTERS = {
     "recovery_errors": ("opsctl_nvlink_recovery_errors_total", "Data-link recoveries: the link retrained after errors (NVLink 4 and older)."),
     "recovery_successful": ("opsctl_nvlink_recoveries_successful_total", "Link recovery events that succeeded (NVLink 5)."),
     "recovery_failed": ("opsctl_nvlink_recoveries_failed_total", "Link recovery events that failed: each one is the link going down (NVLink 5)."),
-    "recovery_events": ("opsctl_nvlink_recovery_events_total", "Link recovery events (NVLink 5)."),
+    "recovery_events": ("opsctl_nvlink_recovery_events_total", "Link recovery events, successful or failed (NVLink 5)."),
     "effective_errors": ("opsctl_nvlink_effective_errors_total", "Errors left after forward error correction (NVLink 5)."),
     "symbol_errors": ("opsctl_nvlink_symbol_errors_total", "Symbol errors (NVLink 5)."),
     "rcv_errors": ("opsctl_nvlink_receive_errors_total", "Receive errors (NVLink 5)."),
     "malformed_packet_errors": ("opsctl_nvlink_malformed_packet_errors_total", "Malformed packets received (NVLink 5)."),
     "buffer_overrun_errors": ("opsctl_nvlink_buffer_overrun_errors_total", "Receive buffer overruns (NVLink 5)."),
     "local_link_integrity_errors": ("opsctl_nvlink_local_link_integrity_errors_total", "Local link integrity errors (NVLink 5)."),
+    "rcv_remote_errors": ("opsctl_nvlink_receive_remote_errors_total", "Packets received with a stomp/EBP marker: RX remote errors (NVLink 5)."),
+    "rcv_general_errors": ("opsctl_nvlink_receive_general_errors_total", "Packets received with a header mismatch: RX general errors (NVLink 5)."),
+}
+# The reader's NVLink counters NVML gives for all of a GPU's links together, and their metrics (GPU labels).
+GPU_NVLINK_COUNTERS = {
+    "ecc_data_errors": ("opsctl_nvlink_ecc_data_errors_total", "NVLink data ECC errors over all of the GPU's links (NVML's total for all links)."),
 }
 # The fabric health-mask bits exported: the reader's flags and its incorrect-configuration code
 # (true for any code that says the configuration is wrong).
@@ -104,7 +111,9 @@ METRICS = {
     "opsctl_nvlink_up": ("gauge", "1 when the NVLink link is active, 0 when down.", LINK),
     **{name: ("counter", text, LINK) for name, text in LINK_COUNTERS.values()},
     "opsctl_nvlink_effective_bit_error_ratio": ("gauge", "Effective BER after forward error correction (NVLink 5).", LINK),
-    "opsctl_nvlink_symbol_bit_error_ratio": ("gauge", "Symbol BER before forward error correction (NVLink 5).", LINK),
+    "opsctl_nvlink_symbol_bit_error_ratio": ("gauge", "BER of symbol errors (NVLink 5), decoded from NVML's mantissa and exponent.", LINK),
+    "opsctl_nvlink_symbol_ber_exponent": ("gauge", "The symbol BER's decimal exponent as NVML packs it (NVLink 5; BER = mantissa x 10^-exponent): DCGM's floor is an exponent.", LINK),
+    **{name: ("counter", text, GPU) for name, text in GPU_NVLINK_COUNTERS.values()},
     # the last burn-in (docs/probe-output.md run document)
     "opsctl_gpu_burnin_verdict": ("gauge", "1 for the verdict of the GPU's last burn-in (worst of its checks).", GPU + ("verdict",)),
     "opsctl_gpu_burnin_gemm_operations_per_second": ("gauge", "Median GEMM throughput of the last burn-in, floating-point operations per second.", GPU + ("dtype",)),
@@ -272,6 +281,9 @@ def _add_health(families: Families, labels: list[str], r: GpuReading) -> None:
         put("opsctl_gpu_inforom_valid", int(r.inforom_valid))
     if r.power_w is not None or "nvmlDeviceGetPowerUsage" in r.errors:  # NOT_SUPPORTED is neither
         put("opsctl_gpu_power_readable", int(r.power_w is not None))
+    for counter, count in r.nvlink_gpu.items():
+        if counter in GPU_NVLINK_COUNTERS:
+            families[GPU_NVLINK_COUNTERS[counter][0]].add_metric(labels, count)
     if r.fabric is not None:
         _add_fabric(families, labels, r.fabric)
     if r.recovery_action is not None:
@@ -313,3 +325,5 @@ def _add_links(families: Families, gpu_labels: list[str], links: Sequence[LinkRe
             effective_ber.add_metric(labels, link.effective_ber)
         if link.symbol_ber is not None:
             symbol_ber.add_metric(labels, link.symbol_ber)
+        if link.symbol_ber_raw is not None:  # DCGM judges the packed exponent, which the decoded ratio does not keep
+            families["opsctl_nvlink_symbol_ber_exponent"].add_metric(labels, ber_parts(link.symbol_ber_raw)[1])

@@ -9,7 +9,7 @@ from typing import Any
 
 from probes.check_record import Check, GpuContext, check, compare
 from probes.gpu_health import health_checks
-from probes.link_rules import gpu_link, link_rule_checks
+from probes.link_rules import gpu_counter_checks, gpu_link, link_rule_checks
 from probes.sku_references import References
 from probes.xid_checks import xid_checks
 
@@ -48,6 +48,7 @@ def counter_checks(component: str, counters: dict[str, Any], refs: References, l
         checks += link_rule_checks(links, window, rules, gpu_link(component), component)
         if sku.get("nvlink_generation") and not lost:
             checks += _required_counter_checks(component, links, sku["nvlink_generation"], rules)
+    checks += gpu_counter_checks(component, counters, rules)
     if not lost:
         checks += health_checks(component, counters, refs)
     checks += xid_checks(component, counters.get("xids") or [], refs.xids)
@@ -64,11 +65,11 @@ def _required_counter_checks(component: str, links: list[dict[str, Any]], genera
     missing: dict[str, list[int]] = {}
     for link in links:
         for counter in required:
-            if counter not in link["deltas"]:
+            if not _reported(link, counter):
                 missing.setdefault(counter, []).append(link["port"])
     if not missing:
         not_its = _for_generation(rules["nvlink_not_reported"], generation)
-        absent = [counter for counter in not_its if not any(counter in link["deltas"] for link in links)]
+        absent = [counter for counter in not_its if not any(_reported(link, counter) for link in links)]
         reason, source = f"every NVLink {generation} counter read on all {len(links)} links", rules["nvlink_required_source"]
         if absent:
             reason += f"; {', '.join(absent)} not reported, as NVLink {generation} has none"
@@ -77,6 +78,11 @@ def _required_counter_checks(component: str, links: list[dict[str, Any]], genera
     what = "; ".join(f"{counter} on {len(ports)} of {len(links)} links" for counter, ports in missing.items())
     return [check("nvlink.counters_read", component, "incomplete", sorted(missing), required, "counters", "missing",
                   rules["nvlink_required_source"], f"NVLink {generation} counters not reported, their rules not judged: {what}")]
+
+
+def _reported(link: dict[str, Any], name: str) -> bool:
+    """Did the link report it: a counter's delta over the window, or a reading at its end (the symbol BER)?"""
+    return name in link["deltas"] or link.get(name) is not None
 
 
 def _for_generation(table: dict[Any, list[str]], generation: int | str) -> list[str]:

@@ -28,6 +28,9 @@ SNAPSHOT_COUNTERS = {
     "local_link_integrity_errors": "local_link_integrity_errors",
     "effective_errors": "effective_errors",
     "recovery_successful": "recovery_successful",
+    "rcv_remote_errors": "rcv_remote_errors",
+    "rcv_general_errors": "rcv_general_errors",
+    "recovery_events": "recovery_events",
 }
 
 
@@ -49,7 +52,8 @@ def counter_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
 
 def link_window(before: LinkReading, after: LinkReading, window_s: float) -> dict[str, Any]:
     """One link over the window: state at both ends, counter deltas and rates, BER as the GPU
-    reports it at the end of the window (None where the GPU does not report BER)."""
+    reports it at the end of the window (None where the GPU does not report BER); the symbol BER
+    also as NVML packs it (`symbol_ber_raw`), which DCGM's floor is judged on."""
     deltas = counter_deltas(before.counters, after.counters)
     state = "down" if "down" in (before.state, after.state) else after.state
     # A counter that went backwards (wrapped, or reset with the GPU) has no delta: not zero errors.
@@ -67,6 +71,7 @@ def link_window(before: LinkReading, after: LinkReading, window_s: float) -> dic
         "rates_per_s": {name: round(value / window_s, 6) for name, value in deltas.items()} if window_s > 0 else {},
         "effective_ber": after.effective_ber,
         "symbol_ber": after.symbol_ber,
+        "symbol_ber_raw": after.symbol_ber_raw,
     }
 
 
@@ -95,6 +100,7 @@ def gpu_window(before: GpuReading, after: GpuReading, xids: list[dict[str, Any]]
         "power_w_mean": round(energy / window_s, 1) if energy is not None and window_s > 0 else None,
         "violation_s": counter_deltas(before.violation_s, after.violation_s),
         "links": links,
+        "nvlink_gpu": counter_deltas(before.nvlink_gpu, after.nvlink_gpu),
         "xids": xids,
         "fabric": after.fabric,
         "recovery_action": after.recovery_action,
@@ -103,11 +109,12 @@ def gpu_window(before: GpuReading, after: GpuReading, xids: list[dict[str, Any]]
 
 def snapshot_link(gpu_index: int, link: dict[str, Any]) -> dict[str, Any]:
     """A `link_window` as a row of the snapshot document (counters that NVML gave, only; the
-    effective BER where the GPU reports one)."""
+    effective BER and the raw symbol BER where the GPU reports them)."""
     row = {"gpu": gpu_index, "port": link["port"], "side": "gpu", "state": link["state"]}
     for name, source in SNAPSHOT_COUNTERS.items():
         if source in link["deltas"]:
             row[name] = link["deltas"][source]
-    if link.get("effective_ber") is not None:
-        row["effective_ber"] = link["effective_ber"]
+    for name in ("effective_ber", "symbol_ber_raw"):
+        if link.get(name) is not None:
+            row[name] = link[name]
     return row

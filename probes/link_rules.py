@@ -9,10 +9,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from probes import xids
-from probes.check_record import OPS, Check, LinkFields, check
+from probes.check_record import OPS, Check, LinkFields, check, compare
+from probes.nvlink_ber import ber_parts, decode_ber, symbol_ber_exceeded
 from probes.sku_references import References
 
 Where = Callable[[dict[str, Any]], tuple[str, str, LinkFields]]  # a link's (component, label, its own fields in the check)
+GPU_COUNTER_CHECK = "nvlink.gpu."  # the prefix of gpu_counter_checks' names
 
 
 def per_link(name: str, links: Sequence[dict[str, Any]], value_of: Callable[[dict[str, Any]], Any], op: str, threshold: Any,
@@ -69,6 +71,51 @@ def link_rule_checks(links: list[dict[str, Any]], window_s: float, rules: dict[s
     checks += per_link("nvlink.effective_ber", links, lambda link: link.get("effective_ber"), ber["op"], ber["threshold"],
                        "errors per bit", ber["source"], lambda label, value: f"effective BER {value:.1e} on {label}",
                        where, summary_component)
+    checks += symbol_ber_checks(links, rules["symbol_ber"], where, summary_component)
+    return checks
+
+
+def symbol_ber_checks(links: list[dict[str, Any]], rule: dict[str, Any], where: Where, summary_component: str) -> list[Check]:
+    """The symbol BER at the window's end against DCGM's floor, on its packed mantissa and exponent
+    (`symbol_ber_raw`, as NVML gives it): one failing check per link worse than the floor, else one
+    pass naming the worst. The value shown is the BER it encodes."""
+    floor_exponent, floor_mantissa = rule["floor_exponent"], rule["floor_mantissa"]
+    measured = [(link, link["symbol_ber_raw"]) for link in links if link.get("symbol_ber_raw") is not None]
+    if not measured:
+        return []
+    floor = f"{floor_mantissa}e-{floor_exponent}"
+
+    def shown(raw: int) -> str:
+        mantissa, exponent = ber_parts(raw)
+        return f"{mantissa}e-{exponent}"
+
+    checks: list[Check] = []
+    for link, raw in measured:
+        if symbol_ber_exceeded(int(raw), floor_exponent, floor_mantissa):
+            component, label, extra = where(link)
+            found = check("nvlink.symbol_ber", component, "fail", decode_ber(raw), floor, "errors per bit", "worse than",
+                          rule["source"], f"symbol BER {shown(raw)} on {label}: worse than DCGM's floor {floor}")
+            found.update(extra)
+            checks.append(found)
+    if checks:
+        return checks
+    link, raw = max(measured, key=lambda item: decode_ber(item[1]))
+    return [check("nvlink.symbol_ber", summary_component, "pass", decode_ber(raw), floor, "errors per bit", "worse than",
+                  rule["source"], f"all {len(measured)} links within DCGM's floor {floor} (worst: {where(link)[1]}, {shown(raw)})")]
+
+
+def gpu_counter_checks(component: str, counters: dict[str, Any], rules: dict[str, Any]) -> list[Check]:
+    """The NVLink counters NVML gives for all of a GPU's links together (`nvlink_gpu`), judged on
+    the GPU; a counter the GPU does not report is not judged (none is required)."""
+    found = counters.get("nvlink_gpu") or {}
+    window_s = counters.get("window_s") or 0.0
+    checks: list[Check] = []
+    for rule in rules["gpu_nvlink_counters"]:
+        counter = rule["counter"]
+        if counter in found:
+            checks.append(compare(f"{GPU_COUNTER_CHECK}{counter}", component, found[counter], rule["op"], rule["threshold"], "in window",
+                                  rule["source"], f"{found[counter]} {rule['words']} over all of the GPU's links in "
+                                  f"{window_s:.0f} s", bad=rule["verdict"]))
     return checks
 
 
@@ -86,14 +133,16 @@ def switch_checks(links: list[dict[str, Any]], window_s: float, refs: References
 
 # What a GPU reports because one of its own links fails, not because of itself: the XIDs of
 # NVIDIA's NVLink workflows, a fabric mask that says only "bandwidth degraded" (and the limited
-# capacity that sums it up) — which a link down makes true — and NVLink bandwidth to its peers,
-# which a link down for part of the copy lowers (17 of 18 links: 5.6% below its siblings).
+# capacity that sums it up) — which a link down makes true — NVLink bandwidth to its peers,
+# which a link down for part of the copy lowers (17 of 18 links: 5.6% below its siblings), and
+# the NVLink counters NVML sums over all of the GPU's links (rules.yaml gpu_nvlink_counters),
+# which count its failing link's errors too.
 LINK_FABRIC_FLAGS = ("degraded_bw", "summary limited_capacity")
 LINK_BANDWIDTH_CHECKS = ("nvlink.peer_gbps", "rack.nvlink_gbps")
 
 
 def is_link_symptom(check_name: str, value: Any) -> bool:
-    if check_name in LINK_BANDWIDTH_CHECKS:
+    if check_name in LINK_BANDWIDTH_CHECKS or check_name.startswith(GPU_COUNTER_CHECK):
         return True
     if check_name in ("xid", "xid.recorded"):  # an NVLink XID belongs to the GPU's failing link
         return value in xids.nvlink_xids()

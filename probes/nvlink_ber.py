@@ -8,16 +8,32 @@ DCGM publishes the same field raw and as a decoded float.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 MANTISSA_SHIFT = 8
 MANTISSA_MASK = 0xF
 EXPONENT_MASK = 0xFF
 
 
+def ber_parts(raw: float) -> tuple[int, int]:
+    """(mantissa, exponent) of a raw BER field: BER = mantissa × 10^-exponent."""
+    return (int(raw) >> MANTISSA_SHIFT) & MANTISSA_MASK, int(raw) & EXPONENT_MASK
+
+
 def decode_ber(raw: float) -> float:
-    mantissa = (int(raw) >> MANTISSA_SHIFT) & MANTISSA_MASK
-    exponent = int(raw) & EXPONENT_MASK
+    mantissa, exponent = ber_parts(raw)
     return mantissa * 10.0 ** (-exponent)
+
+
+def symbol_ber_exceeded(raw: Any, floor_exponent: int, floor_mantissa: int) -> Any:
+    """DCGM 4.6's IsSymbolBerThresholdExceeded on a raw symbol BER (the floor from the rulebook):
+    it compares the packed mantissa and exponent, not the decoded number, so 1e-237 (exponent
+    237) fails a floor at exponent 238 while 10e-238, the same number, does not. A mantissa of 0
+    passes; an exponent below the floor's fails; at the floor's, a mantissa above its fails.
+    Written without branches, so that `raw` may be an int (the tray judge) or a numpy array of
+    them (the localizer, a rack's links at once)."""
+    mantissa, exponent = (raw >> MANTISSA_SHIFT) & MANTISSA_MASK, raw & EXPONENT_MASK
+    return (mantissa != 0) & ((exponent < floor_exponent) | ((exponent == floor_exponent) & (mantissa > floor_mantissa)))
 
 
 def encode_ber(ber: float) -> int:

@@ -29,6 +29,7 @@ class NvmlLibrary(Protocol):
     # --- constants the probes name directly (nvml.h) ---
     NVML_SUCCESS: int
     NVML_ERROR_GPU_IS_LOST: int
+    NVML_ERROR_NOT_SUPPORTED: int
     NVML_VALUE_TYPE_DOUBLE: int
     NVML_VALUE_TYPE_UNSIGNED_INT: int
     NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: int

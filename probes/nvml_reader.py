@@ -54,6 +54,13 @@ LINK_COUNTER_FIELDS = {
     "malformed_packet_errors": "NVML_FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS",
     "buffer_overrun_errors": "NVML_FI_DEV_NVLINK_COUNT_BUFFER_OVERRUN_ERRORS",
     "local_link_integrity_errors": "NVML_FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS",
+    "rcv_remote_errors": "NVML_FI_DEV_NVLINK_COUNT_RCV_REMOTE_ERRORS",
+    "rcv_general_errors": "NVML_FI_DEV_NVLINK_COUNT_RCV_GENERAL_ERRORS",
+}
+# Counters NVML gives for all of a GPU's links together (nvml.h: the "NVLink data ECC Error Counter
+# total for all Links"): asked once per GPU, scope 0, in the links' batched call.
+GPU_NVLINK_COUNTER_FIELDS = {
+    "ecc_data_errors": "NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL",
 }
 # NVML's GPU recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; nvml.h nvmlDeviceGpuRecoveryAction_t).
 RECOVERY_ACTIONS = {0: "none", 1: "gpu_reset", 2: "node_reboot", 3: "drain_p2p", 4: "drain_and_reset"}
@@ -87,6 +94,7 @@ class LinkReading:
     counters: dict = field(default_factory=dict)
     effective_ber: float | None = None
     symbol_ber: float | None = None
+    symbol_ber_raw: int | None = None  # as NVML packs it (mantissa, exponent): what DCGM's floor judges
     fec_history: list | None = None
     remote_pci_bus_id: str | None = None
     unsupported: list = field(default_factory=list)
@@ -130,7 +138,8 @@ class GpuReading:
     recovery_action: str | None = None  # what the driver asks for (RECOVERY_ACTIONS); None where not reported
     c2c: dict | None = None  # NVLink-C2C links to the CPU and their error counters; None where the GPU has none
     links: list = field(default_factory=list)
-    unsupported: list = field(default_factory=list)  # calls NVML said this GPU does not support
+    nvlink_gpu: dict = field(default_factory=dict)  # GPU_NVLINK_COUNTER_FIELDS: name -> count, where reported
+    unsupported: list = field(default_factory=list)  # calls (and GPU-wide fields) NVML said this GPU does not support
     errors: dict = field(default_factory=dict)  # call -> what went wrong
     read_seconds: float = 0.0
 
@@ -174,6 +183,8 @@ class NvmlReader:
         # which the judge calls incomplete where the GPU's NVLink generation needs it.
         self._field_ids = {name: getattr(nvml, const) for name, const in {**LINK_COUNTER_FIELDS, **LINK_GAUGE_FIELDS}.items()
                            if hasattr(nvml, const)}
+        self._gpu_field_ids = {name: getattr(nvml, const) for name, const in GPU_NVLINK_COUNTER_FIELDS.items()
+                               if hasattr(nvml, const)}
         self._fec0 = nvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0
         self._link_counts: dict[int, int] = {}
         # GPUs that answered NOT_SUPPORTED to nvmlDeviceGetNvLinkErrorCounter: asking each of their
@@ -526,7 +537,7 @@ class NvmlReader:
         count = self._link_count(reading, handle)
         if count == 0:
             return
-        requests: list[tuple[int, int]] = []
+        requests: list[tuple[int, int]] = [(fid, 0) for fid in self._gpu_field_ids.values()]
         for port in range(count):
             requests.extend((fid, port) for fid in self._field_ids.values())
             requests.extend((self._fec0 + k, port) for k in range(FEC_HISTORY_BINS))
@@ -535,6 +546,7 @@ class NvmlReader:
         if values is not None:
             for value in values:
                 by_key[(value.fieldId, value.scopeId)] = value
+        self._read_gpu_counters(reading, by_key)
         for port in range(count):
             link = LinkReading(port=port)
             for name, fid in self._field_ids.items():
@@ -550,6 +562,8 @@ class NvmlReader:
                     link.state = "up" if number in (nvml.NVML_NVLINK_STATE_ACTIVE,) else "down"
                 elif name in ("effective_ber", "symbol_ber"):
                     setattr(link, name, decode_ber(number))
+                    if name == "symbol_ber":
+                        link.symbol_ber_raw = int(number)
                 else:
                     link.counters[name] = number
             fec = [by_key.get((self._fec0 + k, port)) for k in range(FEC_HISTORY_BINS)]
@@ -557,6 +571,24 @@ class NvmlReader:
                 link.fec_history = [_field_number(nvml, v) for v in fec]
             self._fill_legacy(reading, handle, link)
             reading.links.append(link)
+
+    def _read_gpu_counters(self, reading: GpuReading, by_key: dict[tuple[int, int], Any]) -> None:
+        """The GPU-wide NVLink counters from the links' batched call: each value's own return says
+        whether it was read; NOT_SUPPORTED (a GPU that does not count it) is recorded, not an error."""
+        nvml = self.nvml
+        for name, fid in self._gpu_field_ids.items():
+            value = by_key.get((fid, 0))
+            if value is None:  # the batched call itself failed: _call recorded why
+                continue
+            if value.nvmlReturn == nvml.NVML_SUCCESS:
+                reading.nvlink_gpu[name] = _field_number(nvml, value)
+            elif value.nvmlReturn == nvml.NVML_ERROR_GPU_IS_LOST:
+                reading.lost = True
+                raise _StopReading()
+            elif value.nvmlReturn == nvml.NVML_ERROR_NOT_SUPPORTED:
+                reading.unsupported.append(GPU_NVLINK_COUNTER_FIELDS[name])
+            else:
+                reading.errors[GPU_NVLINK_COUNTER_FIELDS[name]] = str(nvml.NVMLError(value.nvmlReturn))
 
     def _fill_legacy(self, reading: GpuReading, handle: Any, link: LinkReading) -> None:
         """What the field values did not give, from the per-link calls every driver has."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from probes import running_totals
 from probes.counters import gpu_window, snapshot_link
 from probes.gpu_health import health_checks
-from probes.link_rules import gpu_link, is_link_symptom, link_rule_checks
+from probes.link_rules import gpu_counter_checks, gpu_link, is_link_symptom, link_rule_checks
 from probes.sku_references import References, load_references
 from probes.gpu_deadline import NVML_DEADLINE_S
 from probes.kernel_history import KernelHistory, recorded_by_gpu
@@ -123,13 +123,15 @@ def with_failed(row: dict[str, Any], failed: list[dict[str, Any]] | None) -> dic
 
 def own_failures(counters: dict[str, Any], refs: References) -> list[dict[str, Any]]:
     """The GPU's own health checks that fail with no load on it (row remap pending, ECC, fabric,
-    recovery action: probes.gpu_health.health_checks), as the snapshot's `failed_checks`. A fabric
-    that is degraded because one of the GPU's links fails is that link's symptom, not the GPU's."""
+    recovery action: probes.gpu_health.health_checks) and its NVLink counters NVML gives for all
+    its links together (probes.link_rules.gpu_counter_checks: no link can be named from them), as
+    the snapshot's `failed_checks`. A fabric that is degraded, or an NVLink total that rose,
+    because one of the GPU's links fails is that link's symptom, not the GPU's."""
     component = "gpu"
     links_fail = any(c["verdict"] == "fail" for c in link_rule_checks(counters["links"], counters["window_s"], refs.rules,
                                                                       gpu_link(component), component))
     return [failed_check(c)
-            for c in health_checks(component, counters, refs)
+            for c in health_checks(component, counters, refs) + gpu_counter_checks(component, counters, refs.rules)
             if c["verdict"] == "fail" and not (links_fail and is_link_symptom(c["check"], c["value"]))]
 
 

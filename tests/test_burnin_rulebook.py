@@ -1,7 +1,8 @@
 """`opsctl burnin` on a simulated GB200 rack judges Blackwell by NVIDIA's rules: each NVLink 5
-counter injected on its own link at 0.2/s fails that link (a successful recovery warns), XIDs
-140 and 150 fail their GPU, an XID the catalog lacks never passes, and healthy parts stay
-healthy."""
+counter injected on its own link at 0.2/s fails that link (a successful recovery too: DCGM 4.6's
+MonitorNVLink5Fields fails any recovery event in its window), the GPU's NVLink data ECC errors fail
+that GPU, XIDs 140 and 150 fail their GPU, an XID the catalog lacks never passes, and healthy parts
+stay healthy."""
 
 import os
 import subprocess
@@ -19,8 +20,11 @@ NVLINK5 = {  # scenario rate key: (link, the check that fails it)
     "effective_errors_per_s": ("ct08/gpu0/nvl05", "nvlink.effective_errors"),
     "recovery_failed_per_s": ("ct10/gpu1/nvl06", "nvlink.link_down_events"),
     "symbol_per_s": ("ct11/gpu2/nvl08", "nvlink.symbol_errors"),
+    "rcv_remote_errors_per_s": ("ct12/gpu1/nvl10", "nvlink.rcv_remote_errors"),
+    "rcv_general_errors_per_s": ("ct13/gpu0/nvl11", "nvlink.rcv_general_errors"),
+    "recovery_successful_per_s": ("ct13/gpu3/nvl09", "nvlink.recovery_successful"),
 }
-SUCCESSFUL_RECOVERY = "ct13/gpu3/nvl09"
+ECC_GPU = "ct15/gpu2"  # its NVLink data ECC errors, counted by NVML over all of its links
 XID_GPUS = {140: "ct14/gpu0", 150: "ct16/gpu1", 999: "ct18/gpu2"}
 
 
@@ -28,7 +32,7 @@ XID_GPUS = {140: "ct14/gpu0", 150: "ct16/gpu1", 999: "ct18/gpu2"}
 def blackwell_burnin(tmp_path_factory):
     root = tmp_path_factory.mktemp("rulebook")
     faults = [f"  - {{kind: link_errors, link: {link}, {key}: 0.2}}" for key, (link, _) in NVLINK5.items()]
-    faults.append(f"  - {{kind: link_errors, link: {SUCCESSFUL_RECOVERY}, recovery_successful_per_s: 0.2}}")
+    faults.append(f"  - {{kind: link_errors, link: {ECC_GPU}/nvl03, ecc_data_errors_per_s: 0.2}}")
     faults += [f"  - {{kind: xid, gpu: {gpu}, xid: {xid}, at_s: 3, repeat_s: 4}}" for xid, gpu in XID_GPUS.items()]
     (root / "scenario.yaml").write_text("scenario: nvlink5-rules\nseed: 5\nrack: rack07\nfaults:\n" + "\n".join(faults) + "\n")
     (root / "inventory.yaml").write_text(
@@ -52,15 +56,22 @@ def test_each_nvlink5_counter_fails_its_own_link(blackwell_burnin):
         failed = [c for c in checks if c["component"] == f"rack07/{link}" and c["verdict"] == "fail"]
         assert check in {c["check"] for c in failed}, (key, failed)
         assert any("DCGM" in c["source"] for c in failed)
-    recovery = [c for c in checks if c["component"] == f"rack07/{SUCCESSFUL_RECOVERY}" and c["check"] == "nvlink.recovery_successful"]
-    assert recovery and recovery[0]["verdict"] == "warn"
+        if key.startswith("recovery"):  # either kind of recovery is one of DCGM's recovery events
+            assert "nvlink.recovery_events" in {c["check"] for c in failed}, (key, failed)
     assert set(summary["failing"]["links"]) == {f"rack07/{link}" for link, _ in NVLINK5.values()}
+    [ecc] = [c for c in checks if c["check"] == "nvlink.gpu.ecc_data_errors" and c["verdict"] == "fail"]
+    assert ecc["component"] == f"rack07/{ECC_GPU}" and "DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL" in ecc["source"]
+    # Named as parts to repair: the recovering link (both its ends count the recovery), and the
+    # GPU whose NVLink ECC errors name none of its links, its NVLink workflow's reset first.
+    assert {f"rack07/{NVLINK5['recovery_successful_per_s'][0]}", f"rack07/{ECC_GPU}"} <= set(summary["failing_parts"])
+    [gpu] = [s for s in summary["suspects"] if s["component"] == f"rack07/{ECC_GPU}"]
+    assert gpu["repair"] == "reset_gpu_nvlink"
 
 
 @pytest.mark.slow
 def test_xids_140_150_and_one_the_catalog_lacks_fail_their_gpus(blackwell_burnin):
     summary = blackwell_burnin.json()
-    assert set(summary["failing"]["gpus"]) == {f"rack07/{gpu}" for gpu in XID_GPUS.values()}
+    assert set(summary["failing"]["gpus"]) == {f"rack07/{gpu}" for gpu in (*XID_GPUS.values(), ECC_GPU)}
     for xid, gpu in XID_GPUS.items():
         [check] = [c for c in summary["checks"] if c["check"] == "xid" and c["value"] == xid]
         assert check["component"] == f"rack07/{gpu}" and check["verdict"] == "fail"

@@ -48,6 +48,7 @@ faults:
   - {{kind: link_errors, gpu: ct01/gpu0, port: 2, recovery_successful_per_s: 1, symbol_per_s: 50, ber: 1.0e-10, start_s: {LATER}}}
   - {{kind: link_totals, gpu: ct01/gpu0, port: 4, recovery_failed: 3, recovery_successful: 3}}
   - {{kind: fabric_degraded, gpu: ct01/gpu1}}
+  - {{kind: link_errors, gpu: ct01/gpu1, port: 5, ecc_data_errors_per_s: 1, rcv_remote_errors_per_s: 1, start_s: {LATER}}}
   - {{kind: xid, gpu: ct01/gpu1, xid: 145, at_s: {LATER}}}
   - {{kind: xid, gpu: ct01/gpu1, xid: 147, at_s: {LATER}}}
   - {{kind: xid, gpu: ct01/gpu1, xid: 149, at_s: {LATER}}}
@@ -90,8 +91,11 @@ EXPECTED = {
     "OpsctlNvswitchNonFatalSxid": ["hgx01/nvs1"],
     "OpsctlNvlinkFlapping": [("ct01", "0")],
     "OpsctlNvlinkRecovered": [("ct01", "0")],
-    "OpsctlNvlink5Errors": [("ct01", "0")],
+    "OpsctlNvlinkRecoveryEvents": [("ct01", "0")],
+    "OpsctlNvlink5Errors": [("ct01", "0"), ("ct01", "1")],
     "OpsctlNvlinkHighBer": [("ct01", "0")],
+    "OpsctlNvlinkSymbolBer": [("ct01", "0")],  # 50 symbol errors a second: 1e-10, exponent 10
+    "OpsctlNvlinkEccDataErrors": [("ct01", "1")],
     "OpsctlNvlinkRecoveryFailedSinceDriverLoad": [("ct01", "0")],
     "OpsctlNvlinkRecoveredSinceDriverLoad": [("ct01", "0")],
     "OpsctlGpuFabricDegraded": [("ct01", "1")],

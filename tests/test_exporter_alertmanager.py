@@ -65,6 +65,10 @@ def test_a_flapping_link_inhibits_its_own_gpus_nvlink_xid_and_no_other(tmp_path)
             # The flapping link's failed recoveries since the driver loaded, and another link's.
             alert("OpsctlNvlinkRecoveryFailedSinceDriverLoad", rack="rack07", tray="ct07", gpu="0", port="13"),
             alert("OpsctlNvlinkRecoveryFailedSinceDriverLoad", rack="rack07", tray="ct07", gpu="0", port="12"),
+            # The flapping link's recovery events (the failed recoveries again), and those of a link
+            # whose GPU gives no split of them.
+            alert("OpsctlNvlinkRecoveryEvents", rack="rack07", tray="ct07", gpu="0", port="13"),
+            alert("OpsctlNvlinkRecoveryEvents", rack="rack07", tray="ct07", gpu="0", port="11"),
         ])
         deadline = time.time() + 20
         while True:
@@ -72,14 +76,16 @@ def test_a_flapping_link_inhibits_its_own_gpus_nvlink_xid_and_no_other(tmp_path)
             state = {(a["labels"]["alertname"], a["labels"]["rack"], a["labels"]["tray"], a["labels"].get("port")): a["status"]
                      for a in alerts}
             inhibited = {key for key, status in state.items() if status["inhibitedBy"]}
-            if len(state) == 6 and len(inhibited) == 2 or time.time() > deadline:
+            if len(state) == 8 and len(inhibited) == 3 or time.time() > deadline:
                 break
             time.sleep(0.2)
         # The flapping link's own GPU's XID 149 is explained by the link; an NVLink XID on another
         # GPU of the same rack is that GPU's own (no documented echo), and pages.
         # Its totals since the driver loaded are the same link's (paged once); another link's page.
         assert inhibited == {("OpsctlXidNvlinkLinkDown", "rack07", "ct07", None),
-                             ("OpsctlNvlinkRecoveryFailedSinceDriverLoad", "rack07", "ct07", "13")}
+                             ("OpsctlNvlinkRecoveryFailedSinceDriverLoad", "rack07", "ct07", "13"),
+                             ("OpsctlNvlinkRecoveryEvents", "rack07", "ct07", "13")}
+        assert state[("OpsctlNvlinkRecoveryEvents", "rack07", "ct07", "11")]["state"] == "active"
         assert state[("OpsctlXidNvlink5", "rack07", "ct15", None)]["state"] == "active"
         assert state[("OpsctlXidNvlink5", "rack08", "ct01", None)]["state"] == "active"
         assert state[("OpsctlNvlinkFlapping", "rack07", "ct07", "13")]["state"] == "active"

@@ -158,10 +158,13 @@ def test_what_nvml_does_not_support_is_absent_not_zero(sim_exporter, hgx_topolog
     for name in ("opsctl_nvlink_crc_errors_total", "opsctl_nvlink_replay_errors_total", "opsctl_nvlink_recovery_errors_total"):
         assert values(samples, name) == [], name
     assert len(values(samples, "opsctl_nvlink_receive_errors_total")) == 4 * 18
-    # Hopper: no NVLink 5 fields, no fabric health bits.
+    # Hopper: no NVLink 5 fields, no fabric health bits; the simulated H100 reports no NVLink data ECC total.
     hopper = sim_exporter(topology=hgx_topology).wait_for(all_up(8))
     assert values(hopper, "opsctl_nvlink_effective_bit_error_ratio") == []
     assert values(hopper, "opsctl_nvlink_recoveries_failed_total") == []
+    for name in ("opsctl_nvlink_receive_remote_errors_total", "opsctl_nvlink_receive_general_errors_total",
+                 "opsctl_nvlink_recovery_events_total", "opsctl_nvlink_symbol_ber_exponent", "opsctl_nvlink_ecc_data_errors_total"):
+        assert values(hopper, name) == [], name
     assert values(hopper, "opsctl_gpu_fabric_health_flag") == []
     assert len(values(hopper, "opsctl_nvlink_replay_errors_total")) == 8 * 18
 
@@ -176,8 +179,14 @@ def test_the_rulebooks_readings_are_exported_nvlink5_counters_fabric_bits_and_th
     for name in ("opsctl_nvlink_symbol_errors_total", "opsctl_nvlink_receive_errors_total",
                  "opsctl_nvlink_malformed_packet_errors_total", "opsctl_nvlink_buffer_overrun_errors_total",
                  "opsctl_nvlink_local_link_integrity_errors_total", "opsctl_nvlink_effective_errors_total",
-                 "opsctl_nvlink_recoveries_failed_total", "opsctl_nvlink_recoveries_successful_total"):
+                 "opsctl_nvlink_recoveries_failed_total", "opsctl_nvlink_recoveries_successful_total",
+                 "opsctl_nvlink_recovery_events_total", "opsctl_nvlink_receive_remote_errors_total",
+                 "opsctl_nvlink_receive_general_errors_total", "opsctl_nvlink_symbol_ber_exponent"):
         assert len(values(samples, name)) == 4 * 18, name
+    # A healthy link's symbol BER is 0; the GPU's NVLink data ECC total, one series per GPU, no port.
+    assert set(values(samples, "opsctl_nvlink_symbol_bit_error_ratio")) == {0}
+    assert values(samples, "opsctl_nvlink_ecc_data_errors_total") == [0] * 4
+    assert all("port" not in dict(ls) for (n, ls) in samples if n == "opsctl_nvlink_ecc_data_errors_total")
     assert len(values(samples, "opsctl_gpu_fabric_health_flag", flag="incorrect_configuration")) == 4
     # One action per GPU is 1: the driver's ask; none where nothing was logged.
     for gpu in range(4):

@@ -148,14 +148,31 @@ def test_nvlink_counter_alerts_follow_the_rulebook():
         assert alert["labels"]["severity"] == SEVERITY[counter_rule["verdict"]], counter
         if label:  # an alert over several counters names the one that rose
             assert label == counter
-            dcgm_function = re.match(r"DCGM (\w+)", counter_rule["source"]).group(1)
-            assert dcgm_function in alert["annotations"]["source"], counter
+            dcgm_function = re.match(r"DCGM (?:[\d.]+ )?(\w+)", counter_rule["source"]).group(1)
+            assert dcgm_function.startswith("Monitor") and dcgm_function in alert["annotations"]["source"], counter
         else:
             assert alert["annotations"]["source"] == counter_rule["source"], counter
     ber = rulebook()["effective_ber"]
     [(alert, match)] = alerts_matching(r"opsctl_nvlink_effective_bit_error_ratio\s*(>=|>)\s*([0-9.e+-]+)")
     assert (match.group(1), float(match.group(2))) == (ber["op"], ber["threshold"])
     assert alert["labels"]["severity"] == "critical" and alert["annotations"]["source"] == ber["source"]
+    # The symbol BER at DCGM's floor: a non-zero BER with an exponent below the floor's (the floor's
+    # mantissa, 15, is the most NVML's 4-bit mantissa holds, so nothing at the floor's exponent fails).
+    symbol = rulebook()["symbol_ber"]
+    assert symbol["floor_mantissa"] == 15 == 2**4 - 1
+    [(alert, match)] = alerts_matching(r"opsctl_nvlink_symbol_bit_error_ratio > 0 and opsctl_nvlink_symbol_ber_exponent < (\d+)")
+    assert int(match.group(1)) == symbol["floor_exponent"] and {"opsctl_nvlink_symbol_bit_error_ratio",
+                                                                 "opsctl_nvlink_symbol_ber_exponent"} <= set(METRICS)
+    assert alert["labels"]["severity"] == "critical" and alert["annotations"]["source"] == symbol["source"]
+    # The GPU's own NVLink counters (all of its links together): one alert each, per GPU.
+    from exporters.metrics import GPU_NVLINK_COUNTERS
+
+    for counter_rule in rulebook()["gpu_nvlink_counters"]:
+        metric = GPU_NVLINK_COUNTERS[counter_rule["counter"]][0]
+        [(alert, function, label, op, threshold)] = terms[metric]
+        assert (function, label, op, threshold) == ("increase", "", counter_rule["op"], float(counter_rule["threshold"]))
+        assert alert["labels"]["severity"] == SEVERITY[counter_rule["verdict"]]
+        assert alert["annotations"]["source"] == counter_rule["source"] and METRICS[metric][2] == ("rack", "tray", "gpu", "uuid")
     [(alert, _)] = alerts_matching(r"opsctl_nvlink_up == 0")
     assert alert["labels"]["severity"] == "critical"
     assert alert["annotations"]["source"] == rulebook()["link_state"]["source"]

@@ -27,6 +27,8 @@ def faults(result):
     ("memory.remapped_rows", ["pending"], "reset_gpu", "runbooks/xid-memory.md"),
     ("rack.gemm_bf16_tflops", 1695.0, "reset_gpu", "runbooks/slow-gpu.md"),
     ("fabric.health", ["route_unhealthy"], "reseat_compute_tray", "runbooks/fabric-degraded.md"),
+    # NVLink data ECC errors NVML counts over all of the GPU's links: no link named, the NVLink workflow's GPU reset first.
+    ("nvlink.gpu.ecc_data_errors", 2, "reset_gpu_nvlink", "runbooks/link.md"),
 ])
 def test_a_gpus_own_failure_gets_the_repair_of_its_fault(rack07_topology, check, value, repair, runbook):
     result = localize_snapshot(snapshot(rack07_topology, {"rack07/ct04/gpu1": [{"check": check, "value": value, "reason": "r"}]}),

@@ -10,7 +10,8 @@ from opsctl.localize import localize_snapshot
 
 TARGETS = {"hgx-h100": "hgx01/gpu1/nvl07", "gb200-nvl72": "rack07/ct05/gpu1/nvl07"}
 NVLINK5 = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
-           "local_link_integrity_errors", "effective_errors", "link_down_events")
+           "local_link_integrity_errors", "effective_errors", "link_down_events", "rcv_remote_errors",
+           "rcv_general_errors", "recovery_events", "recovery_successful")
 
 
 def snapshot(topology, window_s, fault=None, noise_crc_per_s=0.0, noise_ber=1e-15):
@@ -21,7 +22,7 @@ def snapshot(topology, window_s, fault=None, noise_crc_per_s=0.0, noise_ber=1e-1
     for link_id, link in sorted(topology.links.items()):
         row = {"gpu": link.gpu, "port": link.port, "state": "up"}
         if topology.model.is_nvl72:
-            row.update({**dict.fromkeys(NVLINK5, 0), "recovery_successful": 0, "effective_ber": noise_ber})
+            row.update({**dict.fromkeys(NVLINK5, 0), "effective_ber": noise_ber, "symbol_ber_raw": 0})
         else:
             row.update({"crc_errors": int(noise_crc_per_s * window_s), "replay_errors": 0, "recovery_errors": 0})
         if link_id == TARGETS[topology.model.name] and fault:
@@ -62,7 +63,8 @@ def test_one_replay_or_recovery_names_an_nvlink4_link(hgx_topology, window_s, co
 @pytest.mark.parametrize("counter", NVLINK5)
 @pytest.mark.parametrize("count", [0, 1])
 def test_one_count_of_an_nvlink5_error_counter_names_the_link(rack07_topology, window_s, counter, count):
-    # DCGM MonitorNVLink5Fields: any increase fails (DCGM_LIMIT_MAX_NVLINK_ERROR = 1).
+    # DCGM 4.6 MonitorNVLink5Fields: any increase fails (DCGM_LIMIT_MAX_NVLINK_ERROR = 1); a recovery,
+    # successful or not, is one of its recovery events.
     found = named(rack07_topology, window_s, {counter: count})
     if count:
         assert list(found) == [TARGETS["gb200-nvl72"]] and found[TARGETS["gb200-nvl72"]] > 0.85
@@ -75,8 +77,20 @@ def test_effective_ber_is_named_above_1e_12(rack07_topology, ber, expected):
     assert (TARGETS["gb200-nvl72"] in named(rack07_topology, 60.0, {"effective_ber": ber})) == expected
 
 
-def test_a_successful_recovery_alone_is_a_warning_not_a_fault(rack07_topology):
-    assert named(rack07_topology, 60.0, {"recovery_successful": 3}) == {}
+def test_a_successful_recovery_alone_names_the_link(rack07_topology):
+    # DCGM 4.6 MonitorNVLink5Fields fails any recovery event in its window, "irrespective of the
+    # result" (NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS): a snapshot that carries only the
+    # successful half of the split is judged the same.
+    assert list(named(rack07_topology, 60.0, {"recovery_successful": 3})) == [TARGETS["gb200-nvl72"]]
+
+
+@pytest.mark.parametrize("raw, expected", [(15 << 8 | 238, False), (1 << 8 | 237, True), (10 << 8 | 238, False),
+                                           (0 << 8 | 9, False), (3 << 8 | 11, True), (73710, False)])
+def test_symbol_ber_is_named_worse_than_dcgms_floor(rack07_topology, raw, expected):
+    # DCGM 4.6 IsSymbolBerThresholdExceeded on the packed value, DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED = 238;
+    # 73710 is DCGM's own test's passing Blackwell value (15e-238, bits above the 12 read set).
+    found = named(rack07_topology, 60.0, {"symbol_ber_raw": raw})
+    assert list(found) == ([TARGETS["gb200-nvl72"]] if expected else [])
 
 
 @pytest.mark.parametrize("topology", ["hgx_topology", "rack07_topology"])

@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from probes.link_rules import gpu_link, link_rule_checks
+from probes.nvlink_ber import decode_ber
 from probes.peer_throughput import peer_medians
 from probes.sku_references import load_references, REFERENCES, sku_files
 from probes.tray_judge import judge_gpu
@@ -22,10 +23,12 @@ def h100():
     return load_references("NVIDIA H100 80GB HBM3")
 
 
-def link(port=0, state="up", ber=1e-15, **deltas):
+def link(port=0, state="up", ber=1e-15, symbol_ber_raw=None, **deltas):
     window = 10.0
+    symbol_ber = None if symbol_ber_raw is None else decode_ber(symbol_ber_raw)
     return {"port": port, "side": "gpu", "state": state, "deltas": deltas,
-            "rates_per_s": {k: v / window for k, v in deltas.items()}, "effective_ber": ber}
+            "rates_per_s": {k: v / window for k, v in deltas.items()}, "effective_ber": ber,
+            "symbol_ber": symbol_ber, "symbol_ber_raw": symbol_ber_raw}
 
 
 def verdicts(checks):
@@ -69,15 +72,20 @@ def test_crc_errors_fail_at_100_per_second(h100, rate, verdict):
 
 
 NVLINK5 = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
-           "local_link_integrity_errors", "effective_errors")
+           "local_link_integrity_errors", "effective_errors", "rcv_remote_errors", "rcv_general_errors")
+# What a healthy NVLink 5 link reports over a window: every counter DCGM 4.6's MonitorNVLink5Fields
+# reads at 0, and the recovery split NVML also gives.
+NVLINK5_CLEAN = {**dict.fromkeys(NVLINK5, 0), "recovery_events": 0, "recovery_failed": 0, "recovery_successful": 0}
 
 
 @pytest.mark.parametrize("sku, counter, check, count, verdict", [
-    # NVLink 5 (GB200): DCGM MonitorNVLink5Fields' counters and the recovery events.
+    # NVLink 5 (GB200): DCGM MonitorNVLink5Fields' counters, and its recovery events: any recovery
+    # in the window fails, whether it failed or succeeded ("irrespective of the result").
     *[("gb200", c, c, n, v) for c in NVLINK5 for n, v in ((0, "pass"), (1, "fail"))],
+    ("gb200", "recovery_events", "recovery_events", 0, "pass"), ("gb200", "recovery_events", "recovery_events", 1, "fail"),
     ("gb200", "recovery_failed", "link_down_events", 0, "pass"), ("gb200", "recovery_failed", "link_down_events", 1, "fail"),
     ("gb200", "recovery_successful", "recovery_successful", 0, "pass"),
-    ("gb200", "recovery_successful", "recovery_successful", 1, "warn"),
+    ("gb200", "recovery_successful", "recovery_successful", 1, "fail"),
     # NVLink 4 (H100): DCGM MonitorNVLink4Fields' data-link replays and recoveries, which Blackwell does not have.
     *[("h100", c, c, n, v) for c in ("replay_errors", "recovery_errors") for n, v in ((0, "pass"), (1, "fail"))],
 ])
@@ -100,13 +108,80 @@ def test_effective_ber_fails_above_1e_12(gb200, ber, verdict):
     assert found[("nvlink.effective_ber", "gpu0/nvl04" if verdict == "fail" else "gpu0")] == verdict
 
 
-@pytest.mark.parametrize("reported, verdict", [(("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
-                                                  "local_link_integrity_errors", "recovery_failed", "recovery_successful"), "pass"),
-                                                (("symbol_errors", "rcv_errors"), "incomplete"), ((), "incomplete")])
-def test_a_blackwell_gpu_that_does_not_report_its_nvlink5_counters_is_incomplete(gb200, reported, verdict):
-    links = [link(p, **{c: 0 for c in reported}) for p in range(18)]
+def ber_code(mantissa, exponent):
+    """A symbol BER as NVML packs it (nvml.h NVML_NVLINK_BER_MANTISSA_SHIFT 8, _EXP_SHIFT 0)."""
+    return mantissa << 8 | exponent
+
+
+@pytest.mark.parametrize("raw, verdict", [
+    (ber_code(15, 238), "pass"),   # at DCGM's Blackwell floor (DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED = 238, mantissa 15)
+    (ber_code(1, 237), "fail"),    # just worse: one exponent below the floor
+    (ber_code(10, 238), "pass"),   # the same number as 1e-237, but at the floor's exponent: DCGM compares the code
+    (ber_code(1, 239), "pass"),    # just better
+    (ber_code(0, 5), "pass"),      # a mantissa of 0 is a BER of 0, whatever the exponent
+    (ber_code(15, 255), "pass"),   # NVML's zero (DCGM's test_health.py: 4095 is a healthy raw symbol BER)
+    (1000, "fail"),                # DCGM's test_health.py error value: 3e-232
+    (73710, "pass"),               # DCGM's DcgmHealthWatchTests.cpp, Blackwell: 15e-238 with bits above the 12 read set
+    (ber_code(15, 237), "fail"),   # the same test's "worse than floor exponent"
+    (ber_code(1, 13), "fail"),     # and its "non-zero symbol BER fails"
+    (ber_code(3, 11), "fail"),     # 3e-11: a real link's bad BER
+])
+def test_symbol_ber_fails_worse_than_dcgms_floor(gb200, raw, verdict):
+    # DCGM 4.6 MonitorNVLink5Fields / IsSymbolBerThresholdExceeded, on the packed mantissa and exponent.
+    links = [link(p, symbol_ber_raw=0) for p in range(18)]
+    links[6] = link(6, symbol_ber_raw=raw)
+    checks = link_rule_checks(links, 60.0, gb200.rules, gpu_link("gpu0"), "gpu0")
+    [found] = [c for c in checks if c["check"] == "nvlink.symbol_ber"]
+    assert found["verdict"] == verdict and found["component"] == ("gpu0/nvl06" if verdict == "fail" else "gpu0")
+    assert found["threshold"] == "15e-238" and found["value"] == decode_ber(raw)
+    assert "IsSymbolBerThresholdExceeded" in found["source"] and "DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED = 238" in found["source"]
+
+
+def test_a_link_that_reports_no_symbol_ber_is_not_judged_on_it(h100):
+    # NVLink 4 (dcgm_fields.h: the symbol BER is 'NVLink5+ only'): nothing to judge, no check.
+    checks = link_rule_checks([link(p, ber=None, replay_errors=0) for p in range(18)], 60.0, h100.rules, gpu_link("gpu0"), "gpu0")
+    assert not [c for c in checks if c["check"] == "nvlink.symbol_ber"]
+
+
+@pytest.mark.parametrize("count, verdict", [(0, "pass"), (1, "fail")])
+def test_the_gpus_nvlink_ecc_data_total_fails_at_one_error(gb200, count, verdict):
+    # DCGM 4.6 MonitorNVLink5Fields: DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL, the GPU's total over all its
+    # links: judged on the GPU, which no link of it can be named from.
+    links = [link(p, symbol_ber_raw=0, **NVLINK5_CLEAN) for p in range(18)]
+    counters = {"window_s": 60.0, "links": links, "xids": [], "nvlink_gpu": {"ecc_data_errors": count}}
+    checks = judge_gpu({"index": 0, "counters": counters}, gb200, {})
+    [found] = [c for c in checks if c["check"] == "nvlink.gpu.ecc_data_errors"]
+    assert (found["component"], found["verdict"], found["value"], found["threshold"]) == ("gpu0", verdict, count, 1)
+    assert "DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL" in found["source"] and "MonitorNVLink5Fields" in found["source"]
+    assert not [c for c in checks if c["component"].startswith("gpu0/nvl") and c["verdict"] != "pass"]
+
+
+def test_a_gpu_that_does_not_report_its_nvlink_ecc_total_is_judged_without_it(gb200):
+    # Judged where reported, required nowhere: a GPU without it is complete and passes.
+    links = [link(p, symbol_ber_raw=0, **NVLINK5_CLEAN) for p in range(18)]
+    checks = judge_gpu({"index": 0, "counters": {"window_s": 60.0, "links": links, "xids": [], "nvlink_gpu": {}}}, gb200, {})
+    assert not [c for c in checks if c["check"] == "nvlink.gpu.ecc_data_errors"]
+    assert {c["verdict"] for c in checks if c["check"].startswith("nvlink")} == {"pass"}
+
+
+REQUIRED5 = ("symbol_errors", "rcv_errors", "rcv_remote_errors", "rcv_general_errors", "malformed_packet_errors",
+             "buffer_overrun_errors", "local_link_integrity_errors", "recovery_events", "recovery_failed", "recovery_successful")
+
+
+@pytest.mark.parametrize("reported, symbol_ber, verdict", [(REQUIRED5, 0, "pass"), (REQUIRED5, None, "incomplete"),
+                                                           (tuple(c for c in REQUIRED5 if c != "rcv_remote_errors"), 0, "incomplete"),
+                                                           (tuple(c for c in REQUIRED5 if c != "recovery_events"), 0, "incomplete"),
+                                                           (("symbol_errors", "rcv_errors"), 0, "incomplete"), ((), None, "incomplete")])
+def test_a_blackwell_gpu_that_does_not_report_its_nvlink5_counters_is_incomplete(gb200, reported, symbol_ber, verdict):
+    # Every field of DCGM's MonitorNVLink5Fields that nvml.h gives NVLink 5 undeprecated, the symbol
+    # BER (a reading at the window's end, not a delta) among them; the effective ones and the GPU's
+    # NVLink ECC total are judged where reported, not required.
+    links = [link(p, symbol_ber_raw=symbol_ber, **{c: 0 for c in reported}) for p in range(18)]
     checks = judge_gpu({"index": 0, "counters": {"window_s": 60.0, "links": links, "xids": []}}, gb200, {})
-    assert verdicts(checks)[("nvlink.counters_read", "gpu0")] == verdict
+    found = next(c for c in checks if c["check"] == "nvlink.counters_read")
+    assert found["verdict"] == verdict
+    if symbol_ber is None and verdict == "incomplete":
+        assert "symbol_ber on 18 of 18 links" in found["reason"]
 
 
 def test_a_healthy_gb200_without_data_link_counters_is_judged_complete_and_passing(sim_rack, gb200):
@@ -132,16 +207,43 @@ def test_a_healthy_gb200_without_data_link_counters_is_judged_complete_and_passi
         assert {c["verdict"] for c in checks} == {"pass"}, [c for c in checks if c["verdict"] != "pass"]
         names = {c["check"] for c in checks}
         assert {f"nvlink.{counter}" for counter in NVLINK5} | {"nvlink.total.recovery_failed", "nvlink.counters_read"} <= names
+        assert {"nvlink.recovery_events", "nvlink.recovery_successful", "nvlink.symbol_ber", "nvlink.gpu.ecc_data_errors"} <= names
         assert not any(".crc_errors" in name or ".replay_errors" in name or ".recovery_errors" in name for name in names)
         read = next(c for c in checks if c["check"] == "nvlink.counters_read")
         assert read["reason"].endswith("crc_errors, replay_errors, recovery_errors not reported, as NVLink 5 has none")
         assert "nvml-api/change-log.html" in read["source"] and "MonitorNVLinkErrorFields" in read["source"]
 
 
+@pytest.mark.parametrize("field, verdict", [("NVML_FI_DEV_NVLINK_COUNT_RCV_REMOTE_ERRORS", "incomplete"),
+                                            ("NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER", "incomplete"),
+                                            ("NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL", "pass")])
+def test_a_gb200_that_answers_not_supported_for_a_new_field(sim_rack, gb200, field, verdict):
+    """Read through the simulated NVML: a field NVLink 5 must report (rules.yaml nvlink_required)
+    that answers NOT_SUPPORTED leaves its rule unjudged — incomplete; the GPU's NVLink ECC total,
+    judged only where reported, leaves the GPU complete and passing."""
+    from probes.counters import gpu_window
+    from probes.nvml_reader import NvmlReader
+    from probes.sim import SimNvml
+
+    rack = sim_rack(f"faults:\n  - {{kind: not_supported, gpu: ct02/gpu1, fields: [{field}]}}\n")
+    nvml = SimNvml(rack, "ct02")
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.now)
+    before = reader.read_all()
+    rack.clock.advance(60)
+    after = reader.read_all()
+    assert not after[1].lost and after[1].errors == {}  # recorded as not supported, the reading goes on
+    checks = judge_gpu({"index": 1, "counters": gpu_window(before[1], after[1], [])}, gb200, {})
+    assert verdicts(checks)[("nvlink.counters_read", "gpu1")] == verdict
+    assert not [c for c in checks if c["verdict"] == "fail"]
+    if verdict == "pass":
+        assert field in after[1].unsupported and not [c for c in checks if c["check"] == "nvlink.gpu.ecc_data_errors"]
+
+
 def test_a_blackwell_link_that_does_report_a_data_link_counter_is_still_judged_on_it(gb200):
     # Absent is not this generation's; present (an older driver) is evidence, as DCGM's
     # MonitorNVLink4Fields judges whatever the GPU reports.
-    links = [link(p, **dict.fromkeys(NVLINK5, 0), recovery_failed=0, recovery_successful=0) for p in range(18)]
+    links = [link(p, symbol_ber_raw=0, **NVLINK5_CLEAN) for p in range(18)]
     links[2]["deltas"]["replay_errors"] = 1
     checks = judge_gpu({"index": 0, "counters": {"window_s": 10.0, "links": links, "xids": []}}, gb200, {})
     assert verdicts(checks)[("nvlink.replay_errors", "gpu0/nvl02")] == "fail"

@@ -50,6 +50,37 @@ def test_a_ten_minute_snapshot_on_a_simulated_clock(sim_rack):
     assert bad["effective_ber"] == pytest.approx(3.0e-11, rel=0.01)
 
 
+def test_a_snapshot_carries_what_dcgms_nvlink5_window_reads(sim_rack, rack07_topology):
+    """Every GPU-end row has the recovery event total, the RX remote and general errors and the
+    symbol BER as NVML packs it; a successful recovery fails its link in the localizer; the GPU's
+    NVLink data ECC total, which names no link, is the GPU's own failed check."""
+    from opsctl.localize import localize_snapshot
+    from opsctl.localize.snapshot import assemble_snapshot
+    from opsctl.rack_models import MODELS
+
+    rack = sim_rack("seed: 7\nfaults:\n  - {kind: link_errors, link: ct05/gpu2/nvl04, recovery_successful_per_s: 0.05}\n"
+                    "  - {kind: link_errors, link: ct05/gpu3/nvl11, ecc_data_errors_per_s: 0.05}\n")
+    nvml = SimNvml(rack, "ct05")
+    nvml.nvmlInit()
+    switch = SimSwitchReader(SimSwitchTray(rack, "st3"))  # port 4 lands on chip 4: st3/sw0
+    before = switch.read()
+    document = take_snapshot(nvml, 100, clock=rack.clock, tray="ct05")
+    for row in document["links"]:
+        assert {"recovery_events", "rcv_remote_errors", "rcv_general_errors", "symbol_ber_raw"} <= row.keys()
+    # A recovery retrains the link, so its switch end counts it too (the simulator's model).
+    far = next(row for row in switch_window(before, switch.read()) if row["link"] == "ct05/gpu2/nvl04")
+    assert far["deltas"]["recovery_successful"] == far["deltas"]["recovery_events"] == 5
+    recovered = next(row for row in document["links"] if (row["gpu"], row["port"]) == (2, 4))
+    assert recovered["recovery_successful"] == recovered["recovery_events"] == 5 and recovered["link_down_events"] == 0
+    assert [gpu["failed_checks"] for gpu in document["gpus"][:3]] == [[], [], []]
+    [ecc] = document["gpus"][3]["failed_checks"]
+    assert ecc["check"] == "nvlink.gpu.ecc_data_errors" and ecc["value"] == 5
+    snapshot = assemble_snapshot("rack07", MODELS["gb200-nvl72"], 100.0, {"ct05": document}, {})
+    found = {s["component"]: s for s in localize_snapshot(snapshot, rack07_topology)["suspects"] if "alternative_to" not in s}
+    assert set(found) == {"rack07/ct05/gpu2/nvl04", "rack07/ct05/gpu3"}
+    assert found["rack07/ct05/gpu3"]["repair"] == "reset_gpu_nvlink"  # the NVLink workflow's first step
+
+
 def test_a_lost_gpu_is_unreachable_with_no_links(sim_rack):
     rack = sim_rack("faults: [{kind: gpu_lost, gpu: ct02/gpu3, start_s: 5}]")
     nvml = SimNvml(rack, "ct02")

@@ -243,3 +243,27 @@ def test_every_link_total_the_rulebook_judges_reaches_the_localizer():
     book = yaml.safe_load((REPO / "probes/references/rules.yaml").read_text())["running_totals"]["nvlink"]
     judged = {f"nvlink.total.{rule['counter']}" for rules in book.values() for rule in rules}
     assert judged and judged <= set(LINK_MEASUREMENTS)
+
+
+def test_a_successful_recovery_fails_in_the_window_and_only_warns_as_a_total_before_it(sim_rack, gb200):
+    """DCGM 4.6 judges the two apart: MonitorNVLink5Fields fails any recovery event in its window,
+    successful or not; MonitorNVLinkErrorFields warns on a successful recovery total. Port 3
+    arrived with one successful recovery and is quiet in the window; port 5 recovers in the window."""
+    from probes import c2c_link
+    from probes.counters import gpu_window
+    from probes.sim import SimNvml
+    from probes.tray_judge import judge_gpu
+
+    rack = sim_rack("seed: 3\nfaults:\n  - {kind: link_totals, link: ct01/gpu0/nvl03, recovery_successful: 1}\n"
+                    "  - {kind: link_errors, link: ct01/gpu0/nvl05, recovery_successful_per_s: 0.2}\n")
+    nvml = SimNvml(rack, "ct01")
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.now)
+    before = reader.read_all()
+    rack.clock.advance(30)
+    after = reader.read_all()
+    entry = {"index": 0, "before": before[0].to_dict(), "counters": gpu_window(before[0], after[0], []),
+             "c2c": c2c_link.window(before[0], after[0])}  # the run document's sections these readings make
+    bad = {(c["check"], c["component"], c["verdict"]) for c in judge_gpu(entry, gb200, {}) if c["verdict"] != "pass"}
+    assert bad == {("nvlink.total.recovery_successful", "gpu0/nvl03", "warn"),
+                   ("nvlink.recovery_successful", "gpu0/nvl05", "fail"), ("nvlink.recovery_events", "gpu0/nvl05", "fail")}

@@ -16,7 +16,8 @@ def reader_for(rack, tray):
 
 
 NVLINK5_ERRORS = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
-                  "local_link_integrity_errors", "effective_errors", "recovery_failed", "recovery_successful")
+                  "local_link_integrity_errors", "effective_errors", "recovery_failed", "recovery_successful",
+                  "rcv_remote_errors", "rcv_general_errors", "recovery_events")
 
 
 def link_delta(before, after, gpu, port, counter):
@@ -40,9 +41,11 @@ def test_a_healthy_tray_reads_clean_over_a_window(sim_rack):
             # Every NVLink 5 error counter reads and none moves (DCGM fails any increase); the BER is in spec.
             assert {name: a.counters[name] - b.counters[name] for name in NVLINK5_ERRORS} == dict.fromkeys(NVLINK5_ERRORS, 0)
             assert a.effective_ber < 1e-12
+            assert a.symbol_ber_raw == 0 and a.symbol_ber == 0.0  # no symbol error: a BER of 0, within DCGM's floor
             # Blackwell has no data-link counters: NOT_SUPPORTED, as field values and as the legacy call.
             assert {"crc_errors", "replay_errors", "recovery_errors"} <= set(a.unsupported) and "crc_errors" not in a.counters
         assert "nvmlDeviceGetNvLinkErrorCounter" in gpu_after.unsupported
+        assert gpu_after.nvlink_gpu == {"ecc_data_errors": 0} == gpu_before.nvlink_gpu  # the GPU's NVLink data ECC total
     # A healthy link arrives with no recovery total: DCGM 4.6 fails them as they stand
     # (MonitorNVLinkErrorFields), so a simulated healthy GPU carries none.
     assert sum(link.counters["recovery_failed"] + link.counters["recovery_successful"]
@@ -102,7 +105,8 @@ def test_each_nvlink5_counter_counts_at_its_injected_rate(sim_rack):
              "buffer_overrun_errors": "buffer_overrun_errors_per_s",
              "local_link_integrity_errors": "local_link_integrity_errors_per_s",
              "effective_errors": "effective_errors_per_s", "recovery_failed": "recovery_failed_per_s",
-             "recovery_successful": "recovery_successful_per_s"}
+             "recovery_successful": "recovery_successful_per_s", "rcv_remote_errors": "rcv_remote_errors_per_s",
+             "rcv_general_errors": "rcv_general_errors_per_s"}
     faults = "".join(f"  - {{kind: link_errors, link: ct07/gpu1/nvl{port:02d}, {key}: 0.2}}\n"
                      for port, key in enumerate(rates.values()))
     rack = sim_rack("faults:\n" + faults)
@@ -117,6 +121,36 @@ def test_each_nvlink5_counter_counts_at_its_injected_rate(sim_rack):
         clean = [link_delta(before, after, 1, other, counter) for other in range(len(rates), 18)]
         assert clean == [0] * len(clean), counter  # in-spec noise leaves these counters alone
     assert {link.port: link.counters.get("rcv_errors") for link in after[1].links}  # read through NVML's field values
+    # The recovery event total counts both halves, "irrespective of the result" (nvml.h).
+    events = {port: link_delta(before, after, 1, port, "recovery_events") for port in range(18)}
+    assert events == {port: 20 if counter in ("recovery_failed", "recovery_successful") else 0
+                      for port, counter in enumerate([*rates, *[None] * (18 - len(rates))])}
+
+
+def test_nvlink_data_ecc_errors_count_in_their_gpus_total_only(sim_rack):
+    # NVML gives the NVLink data ECC errors as the GPU's "total for all Links": the rates of two of
+    # its links add up there, and no link's own counters move.
+    rack = sim_rack("faults:\n  - {kind: link_errors, link: ct03/gpu2/nvl04, ecc_data_errors_per_s: 0.2}\n"
+                    "  - {kind: link_errors, link: ct03/gpu2/nvl09, ecc_data_errors_per_s: 0.1}\n")
+    reader = reader_for(rack, "ct03")
+    before = reader.read_all()
+    rack.clock.advance(100.0)
+    after = reader.read_all()
+    assert [a.nvlink_gpu["ecc_data_errors"] - b.nvlink_gpu["ecc_data_errors"] for b, a in zip(before, after)] == [0, 0, 30, 0]
+    assert all(link_delta(before, after, 2, port, name) == 0 for port in range(18) for name in NVLINK5_ERRORS)
+
+
+def test_an_nvlink4_gpu_answers_not_supported_for_the_nvlink5_fields_and_is_read_on(sim_rack, hgx_topology):
+    # dcgm_fields.h: the RX remote and general errors, the recovery events and the symbol BER are
+    # "NVLink5+ only"; the simulated H100 does not report the NVLink data ECC total either. Each
+    # value's own return says so: recorded, and the rest of the reading goes on.
+    [gpu, *_] = reader_for(sim_rack("seed: 2\n", topology=hgx_topology), None).read_all()
+    assert gpu.name.startswith("NVIDIA H100") and not gpu.lost and gpu.errors == {}
+    assert gpu.nvlink_gpu == {} and "NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL" in gpu.unsupported
+    for link in gpu.links:
+        assert {"rcv_remote_errors", "rcv_general_errors", "recovery_events", "symbol_ber"} <= set(link.unsupported)
+        assert link.symbol_ber_raw is None and "rcv_remote_errors" not in link.counters
+        assert link.counters["replay_errors"] == 0  # its own data-link counters read as before
 
 
 def test_gpu_faults_read_through_nvml(sim_rack):

@@ -56,6 +56,18 @@ def test_a_single_data_link_recovery_on_nvlink_4_is_warned_and_an_nvlink5_error_
     assert window_warnings(nvl72) == []
 
 
+def test_a_single_nvlink5_recovery_is_counted_once_from_the_event_total_and_its_split():
+    # A probe's snapshot carries NVML's recovery event total beside the successful and failed halves
+    # ("irrespective of the result"): one successful recovery is one recovery, not two; a failed one is a drop.
+    snapshot = {"window_seconds": 60, "gpus": [],
+                "links": [_link("r/ct03/gpu1", 2, recovery_events=1, recovery_successful=1, link_down_events=0),
+                          _link("r/ct04/gpu0", 5, recovery_events=2, recovery_successful=2, link_down_events=0),
+                          _link("r/ct07/gpu0", 13, recovery_events=1, recovery_successful=0, link_down_events=1)]}
+    drop, recovery = window_warnings(snapshot)
+    assert drop.startswith("went down too few times for a rate: r/ct07/gpu0/nvl13 (1 drop in 60 s)")
+    assert recovery.startswith("one recovery, and no more, in 60 s on r/ct03/gpu1/nvl02:")
+
+
 def test_the_window_speaks_every_few_seconds_and_at_once_for_a_tray_not_read():
     class Rack:
         name, trays = "r", ("ct01", "ct02", "ct03")

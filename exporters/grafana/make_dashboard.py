@@ -16,7 +16,8 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 PORTS = 18
 SEL = 'rack="$rack", tray=~"$tray"'  # every panel shows the chosen rack and trays
 # The NVLink 5 error counters DCGM's MonitorNVLink5Fields fails a link on any increase of.
-NVLINK5_ERRORS = ("symbol", "receive", "malformed_packet", "buffer_overrun", "local_link_integrity", "effective")
+NVLINK5_ERRORS = ("symbol", "receive", "receive_remote", "receive_general", "malformed_packet", "buffer_overrun",
+                  "local_link_integrity", "effective")
 
 
 def nvlink5_error_rate() -> str:
@@ -108,7 +109,8 @@ def dashboard() -> dict[str, Any]:
     # The heatmap.
     heat = link_heatmap()
     p.add("table", "NVLink health: GPUs × ports", heat["targets"], 0, 4, 24, 24,
-          "Each cell is one link: ok, errors (in 5 min: replays or recoveries on NVLink 4; NVLink 5 errors or a failed recovery), "
+          "Each cell is one link: ok, errors (in 5 min: replays or recoveries on NVLink 4; NVLink 5 errors or a link recovery, "
+          "successful or failed), "
           "BER (effective BER above 1e-12), down. "
           "From the recording rule opsctl:nvlink_fault_bits.",
           defaults=heat["defaults"], transformations=heat["transformations"], options=heat["options"])
@@ -135,8 +137,8 @@ def dashboard() -> dict[str, Any]:
           8, 44, 8, 8, "Data-link CRC errors (Hopper): DCGM fails a link at 100 a second.", unit="ops")
     p.add("timeseries", "NVLink 5 errors (top 10 links)",
           [query(f"topk(10, {nvlink5_error_rate()})", "{{tray}}/gpu{{gpu}} port {{port}}")],
-          16, 44, 8, 8, "Symbol, receive, malformed-packet, buffer-overrun, local-link-integrity and effective errors together "
-          "(Blackwell): DCGM fails a link on any.", unit="ops")
+          16, 44, 8, 8, "Symbol, receive, receive remote, receive general, malformed-packet, buffer-overrun, local-link-integrity "
+          "and effective errors together (Blackwell): DCGM fails a link on any.", unit="ops")
     # The last burn-in and the exporter itself.
     p.add("bargauge", "Last burn-in: bf16 GEMM TFLOPS", [query(f'opsctl_gpu_burnin_gemm_operations_per_second{{{SEL}, dtype="bf16"}} / 1e12', "{{tray}}/gpu{{gpu}}", instant=True)],
           0, 52, 12, 10, "Median GEMM throughput of each GPU's last burn-in (the tray probe's run document).")

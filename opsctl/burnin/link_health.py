@@ -33,6 +33,7 @@ class LinkRow:
     state: str | None = None
     deltas: dict = field(default_factory=dict)
     effective_ber: float | None = None
+    symbol_ber_raw: int | None = None  # the symbol BER as NVML packs it, which DCGM's floor judges
     switch_deltas: dict | None = None  # the switch end's counter deltas, where a switch tray reported them
     switch_state: str | None = None
     reasons: list = field(default_factory=list)
@@ -62,6 +63,7 @@ def link_rows(topology: Topology, gpu_readings: dict[str, dict[str, Any]],
             row.state = reading.get("state")
             row.deltas = {k: v for k, v in (reading.get("deltas") or {}).items() if isinstance(v, (int, float))}
             row.effective_ber = reading.get("effective_ber")
+            row.symbol_ber_raw = reading.get("symbol_ber_raw")
         far_end = switch_readings.get((link.switch, link.switch_port))
         if far_end is not None:
             row.switch_deltas = far_end.get("deltas") or {}
@@ -86,7 +88,7 @@ def _port_reading(gpu: Any, port: int) -> dict[str, Any] | None:
 def rack_snapshot(rack: str, model: str, window_s: float, rows: list[LinkRow], gpus: list[dict[str, Any]],
                   trays: list[dict[str, Any]], link_checks: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The link-health snapshot of the burn-in window (input of `opsctl localize`), with
-    the fields the localizer also reads: each end of a link (`side`), the effective BER, XIDs
+    the fields the localizer also reads: each end of a link (`side`), the effective and symbol BER, XIDs
     with their time, which trays answered, and the checks a link failed on its own measurement.
 
     gpus: [{"id", "reachable", "xids": [{"xid", "time"}]}] of the GPUs whose tray reported;
@@ -97,7 +99,7 @@ def rack_snapshot(rack: str, model: str, window_s: float, rows: list[LinkRow], g
     for row in rows:
         entries: list[dict[str, Any]] = []
         if row.state is not None or row.deltas:
-            entries.append(_snapshot_entry(row, "gpu", row.state, row.deltas, row.effective_ber))
+            entries.append(_snapshot_entry(row, "gpu", row.state, row.deltas, row.effective_ber, row.symbol_ber_raw))
         if row.switch_deltas is not None:
             entries.append(_snapshot_entry(row, "switch", row.switch_state, row.switch_deltas, None))
         if row.id in link_checks:  # on one end's entry (a bare one when neither end's counters were read)
@@ -108,11 +110,14 @@ def rack_snapshot(rack: str, model: str, window_s: float, rows: list[LinkRow], g
             "links": links, "gpus": gpus, "trays": trays}
 
 
-def _snapshot_entry(row: LinkRow, side: str, state: str | None, deltas: dict[str, Any], ber: float | None) -> dict[str, Any]:
+def _snapshot_entry(row: LinkRow, side: str, state: str | None, deltas: dict[str, Any], ber: float | None,
+                    symbol_ber_raw: int | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"gpu": row.gpu, "port": row.port, "side": side, "state": state or "up"}
     for counter, source in SNAPSHOT_COUNTERS.items():
         if source in deltas:
             entry[counter] = deltas[source]
     if ber is not None:
         entry["effective_ber"] = ber
+    if symbol_ber_raw is not None:
+        entry["symbol_ber_raw"] = symbol_ber_raw
     return entry

@@ -2,8 +2,9 @@
 
 Links. Each observed link is judged by the rulebook (probes/references/rules.yaml: DCGM's
 health rules per NVLink generation) exactly as the tray probe judges it: fail when a counter
-breaks a fail rule, the link was down, or its effective BER is above the limit; warn when it
-breaks only a warn rule (a successful NVLink 5 recovery); pass otherwise. The localizer's decision point for a link is therefore the
+breaks a fail rule (on NVLink 5 any recovery in the window, successful or not, as DCGM 4.6's
+MonitorNVLink5Fields fails it), the link was down, its effective BER is above the limit or its
+symbol BER worse than DCGM's floor; warn when it breaks only a warn rule; pass otherwise. The localizer's decision point for a link is therefore the
 rulebook's limit, not a model of its own: 99 CRC errors a second is a pass and 100 a fail, as
 in DCGM. log r = log P(verdict | link bad) − log P(verdict | link healthy) (VERDICT_LIKELIHOODS);
 each end read is a judgment of its own and their log ratios add. A link nobody read has r = 1
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from probes import xids as xid_catalog
+from probes.nvlink_ber import symbol_ber_exceeded
 from probes.sku_references import load_references
 
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 # the NVLink 5 counters (the reading's names; link_down_events is NVLink 5's failed recovery).
 COUNTERS = ("crc_errors", "replay_errors", "recovery_errors", "symbol_errors", "link_down_events",
             "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors", "local_link_integrity_errors",
-            "effective_errors", "recovery_successful")
+            "effective_errors", "recovery_successful", "rcv_remote_errors", "rcv_general_errors", "recovery_events")
 RULE_COUNTER = {"link_down_events": "recovery_failed"}  # snapshot name -> the rulebook's counter
 LOG_R_MIN, LOG_R_MAX = -30.0, 600.0  # beyond these a link is as certain as it gets; keeps exp() finite
 PASS, WARN, FAIL, UNREAD = 0, 1, 2, -1
@@ -52,8 +54,8 @@ class CounterRule:
 
 
 @lru_cache(maxsize=1)
-def link_rules() -> tuple[tuple[CounterRule, ...], dict[str, Any]]:
-    """(counter rules by snapshot column, effective-BER rule) from the rulebook."""
+def link_rules() -> tuple[tuple[CounterRule, ...], dict[str, Any], dict[str, Any]]:
+    """(counter rules by snapshot column, effective-BER rule, symbol-BER rule) from the rulebook."""
     rules = load_references().rules
     by_counter = {rule["counter"]: rule for rule in rules["link_counters"]}
     found = []
@@ -62,20 +64,23 @@ def link_rules() -> tuple[tuple[CounterRule, ...], dict[str, Any]]:
         if rule is not None:
             found.append(CounterRule(column, bool(rule.get("per_second")), rule["op"], float(rule["threshold"]),
                                      VERDICT_CODES[rule["verdict"]], rule["source"]))
-    return tuple(found), rules["effective_ber"]
+    return tuple(found), rules["effective_ber"], rules["symbol_ber"]
 
 
 _OPS = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
 
 
-def side_verdicts(counts: np.ndarray, state: np.ndarray, ber: np.ndarray, window_s: float) -> np.ndarray:
+def side_verdicts(counts: np.ndarray, state: np.ndarray, ber: np.ndarray, window_s: float,
+                  symbol_ber_raw: np.ndarray | None = None) -> np.ndarray:
     """Per-link verdict codes from one end's readings, by the rulebook.
 
     counts: (links × COUNTERS) float array, NaN where not read; state: int8 array, 1 down,
-    0 up, −1 not read; ber: float array, NaN where not read. UNREAD where nothing was read."""
-    counter_rules, ber_rule = link_rules()
+    0 up, −1 not read; ber: float array, NaN where not read; symbol_ber_raw: the symbol BER as
+    NVML packs it, NaN where not read (None: read nowhere). UNREAD where nothing was read."""
+    counter_rules, ber_rule, symbol_rule = link_rules()
+    symbol_read = np.zeros(counts.shape[0], dtype=bool) if symbol_ber_raw is None else ~np.isnan(symbol_ber_raw)
     verdict = np.full(counts.shape[0], UNREAD, dtype=np.int8)
-    read = (state >= 0) | ~np.isnan(ber) | np.any(~np.isnan(counts), axis=1)
+    read = (state >= 0) | ~np.isnan(ber) | symbol_read | np.any(~np.isnan(counts), axis=1)
     verdict[read] = PASS
     for rule in counter_rules:
         values = counts[:, rule.column]
@@ -87,6 +92,9 @@ def side_verdicts(counts: np.ndarray, state: np.ndarray, ber: np.ndarray, window
     verdict[state == 1] = FAIL
     with np.errstate(invalid="ignore"):
         verdict[_OPS[ber_rule["op"]](ber, float(ber_rule["threshold"])) & ~np.isnan(ber)] = FAIL
+    if symbol_ber_raw is not None:
+        raw = np.where(symbol_read, symbol_ber_raw, 0).astype(np.int64)  # 0: a mantissa of 0, never worse than the floor
+        verdict[symbol_ber_exceeded(raw, symbol_rule["floor_exponent"], symbol_rule["floor_mantissa"])] = FAIL
     return verdict
 
 
@@ -95,7 +103,7 @@ def link_log_ratios(sides: dict[str, SideReadings], window_s: float) -> np.ndarr
     counters are separate), so their log ratios add, as the counters' own evidence would."""
     total: np.ndarray | None = None
     for readings in sides.values():
-        codes = side_verdicts(readings.counts, readings.state, readings.ber, window_s)
+        codes = side_verdicts(readings.counts, readings.state, readings.ber, window_s, readings.symbol_ber_raw)
         log_r = verdict_codes_log_ratio(codes)
         total = log_r if total is None else total + log_r
     assert total is not None  # a snapshot's observation holds both ends, read or not

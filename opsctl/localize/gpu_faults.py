@@ -45,6 +45,10 @@ CHECK_FAULTS = (
     (re.compile(r"(gpu\.hung|\w+\.device|gpu\.recovery_action)$"), GpuFault("gpu_lost", "reset", 2)),
     (re.compile(r"(gemm\.\w+\.tflops(\.peers)?|membw\.gbps(\.peers)?|rack\.\w+)$"), GpuFault("slow_gpu", "reset", 1)),
     (re.compile(r"nvlink\.link_count$"), GpuFault("gpu", "replace", 3)),
+    # NVLink errors NVML counts only over all of the GPU's links (nvlink.gpu.*: its NVLink data ECC
+    # total): no link is named, so the GPU's NVLink workflow starts, as for an NVLink XID alone,
+    # with a GPU reset (mttr.yaml gpu@nvlink); a part is replaced only if errors return.
+    (re.compile(r"nvlink\.gpu\.\w+$"), GpuFault("link_errors", "nvlink", 2)),
     # A switch tray's own check (it reaches here as a tray's failed check): its firmware, flashed (switch_tray@firmware).
     (re.compile(r"switch_tray\.firmware$"), GpuFault("switch_firmware", "firmware", 2)),
 )

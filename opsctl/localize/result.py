@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from opsctl.localize.evidence import COUNTERS, NVLINK_XIDS, SOURCE, XID_SOURCE, gpu_xid
+from opsctl.localize.evidence import COUNTERS, NVLINK_XIDS, SOURCE, XID_SOURCE, gpu_xid, link_rules
 from opsctl.localize.gpu_faults import worst_fault
 from opsctl.localize.measured import JUDGED_BASEBOARD, JUDGED_TRAY, TRAY_KINDS, judged_trays, tray_part
 from opsctl.localize.parts import PRIOR_SOURCE, TEMPLATE_RACK
 from opsctl.localize.search import DECIDE
 from opsctl.runbooks import runbook_for
+from probes.nvlink_ber import decode_ber, symbol_ber_exceeded
 
 if TYPE_CHECKING:
     from opsctl.localize.parts import PartIndex
@@ -25,7 +26,8 @@ COUNTER_WORDS = {"crc_errors": "CRC", "replay_errors": "replays", "recovery_erro
                  "symbol_errors": "symbol errors", "link_down_events": "drops", "rcv_errors": "receive errors",
                  "malformed_packet_errors": "malformed packets", "buffer_overrun_errors": "buffer overruns",
                  "local_link_integrity_errors": "link integrity errors", "effective_errors": "effective errors",
-                 "recovery_successful": "recoveries"}
+                 "recovery_successful": "recoveries", "rcv_remote_errors": "remote errors",
+                 "rcv_general_errors": "general errors", "recovery_events": "recovery events"}
 EVIDENCE_LINKS_SHOWN = 5  # the worst links named in a suspect's evidence; the rest are counted
 JUDGEMENT = {
     "judged": "posterior probability that this part is the fault explaining its symptoms, given the other suspects",
@@ -241,6 +243,7 @@ class LinkDetails:
     def reading(self, link: int) -> str:
         """A link's readings in words: 'CRC 2472, replays 11 at the GPU end; … in 60 s'."""
         parts: list[str] = []
+        symbol_rule = link_rules()[2]
         for side, readings in self.sides.items():
             if not readings.observed[link]:
                 continue
@@ -250,6 +253,9 @@ class LinkDetails:
                 values.insert(0, "down")
             if not np.isnan(readings.ber[link]):
                 values.append(f"BER {readings.ber[link]:.0e}")
+            symbol = readings.symbol_ber_raw[link]
+            if not np.isnan(symbol) and symbol_ber_exceeded(int(symbol), symbol_rule["floor_exponent"], symbol_rule["floor_mantissa"]):
+                values.append(f"symbol BER {decode_ber(symbol):.0e}")
             parts.append(f"{', '.join(values) or 'clean'} at the {side.upper() if side == 'gpu' else side} end")
         parts += [f"failed {c['check']}" + (f" ({c['reason']})" if c.get("reason") else "") for c in self.link_checks.get(link, [])]
         return f"{'; '.join(parts)}, in {self.window_s:g} s" if parts else "judged failing"

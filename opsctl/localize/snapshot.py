@@ -10,7 +10,8 @@ observed. Beyond the format's required fields opsctl reads, when present:
 - `side: "switch"` on a link read at its switch end (docs/probe-output.md, "Switch trays"); it
   names the link by `link` (its id), else by `switch` (chip id) and `switch_port`, else by
   `peer_gpu` and `peer_port`;
-- `effective_ber` on a link;
+- `effective_ber` on a link, and `symbol_ber_raw`, its symbol BER as NVML packs it (mantissa in
+  bits 11:8, exponent in bits 7:0), judged against DCGM's floor;
 - XIDs as `{"xid": 149, "time": 1767225602.31}` (unix seconds or ISO 8601): when each came;
 - `failed_checks` on a GPU: `[{"check": "memory.remapped_rows", "value": …, "reason": …}]`, the
   rulebook's checks the GPU failed on its own account (the tray judged them): evidence against
@@ -66,11 +67,12 @@ class SideReadings:
     state: np.ndarray  # int8: 1 down, 0 up, −1 not read
     ber: np.ndarray  # NaN where not read
     observed: np.ndarray  # bool
+    symbol_ber_raw: np.ndarray  # the symbol BER as NVML packs it (mantissa, exponent); NaN where not read
 
     @classmethod
     def empty(cls, links: int) -> SideReadings:
         return cls(np.full((links, len(COUNTERS)), np.nan), np.full(links, -1, dtype=np.int8),
-                   np.full(links, np.nan), np.zeros(links, dtype=bool))
+                   np.full(links, np.nan), np.zeros(links, dtype=bool), np.full(links, np.nan))
 
 
 @dataclass
@@ -224,6 +226,7 @@ def _read_side(links: list[Link], side: str, source: str, prefix: str, index: Pa
         _counters_fit(links, side, source)
     readings.counts[positions] = counts
     readings.ber[positions] = np.array([entry.effective_ber for entry in entries], dtype=float)
+    readings.symbol_ber_raw[positions] = np.array([entry.symbol_ber_raw for entry in entries], dtype=float)
     readings.state[positions] = [_STATE_CODE[entry.state] for entry in entries]
     return readings
 

@@ -67,7 +67,15 @@ class Link(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     local_link_integrity_errors: Delta | None = None
     effective_errors: Delta | None = None
     recovery_successful: Delta | None = None
+    rcv_remote_errors: Delta | None = None
+    rcv_general_errors: Delta | None = None
+    recovery_events: Delta | None = None
     effective_ber: Annotated[float, msgspec.Meta(ge=0, le=1, description="the link's effective bit error rate")] | None = None
+    # NVML's raw value may carry bits above the twelve it is read from (DCGM's tests pass one, 73710);
+    # the judge masks them off, as DCGM does.
+    symbol_ber_raw: Annotated[int, msgspec.Meta(ge=0, description=(
+        "the link's symbol BER at the window's end as NVML packs it: mantissa in bits 11:8, exponent in bits 7:0 "
+        "(BER = mantissa × 10^-exponent)"))] | None = None
     failed_checks: list[FailedCheck] | None = None
 
 

@@ -25,9 +25,16 @@ DEFAULT_WINDOW_S = 60.0  # opsctl triage's default (opsctl/cli/commands/snapshot
 # replays also come one at a time on a healthy link (its BER's noise), so only a drop or a
 # recovery seen once asks for a longer window.
 ERROR_COUNTERS = COUNTERS
-# A recovery: the data-link counter's (NVLink 4) or a successful NVLink 5 one.
-RECOVERIES = ("recovery_errors", "recovery_successful")
 SEVERAL = 4  # events a rate is told from: a window that would hold about this many
+
+
+def _recoveries(link: dict[str, Any]) -> float:
+    """The recoveries a link shows: the data-link counter's (NVLink 4) and NVLink 5's recovery
+    events, successful or failed (where a snapshot has no event total, its successful ones: its
+    failed ones are its drops, link_down_events)."""
+    events = link.get("recovery_events")
+    nvlink5 = events if isinstance(events, (int, float)) else link.get("recovery_successful") or 0
+    return (link.get("recovery_errors") or 0) + nvlink5
 
 
 def _codes(gpu: dict[str, Any]) -> list[int]:
@@ -71,7 +78,7 @@ def window_warnings(snapshot: dict[str, Any], default_window_s: float = DEFAULT_
         downs = link.get("link_down_events") or 0
         if 0 < downs < SEVERAL:
             flapped.append(f"{name} ({downs:g} drop{'s' if downs > 1 else ''} in {window:g} s)")
-        elif not downs and sum(link.get(counter) or 0 for counter in RECOVERIES) == 1:
+        elif not downs and _recoveries(link) == 1:
             once.append(name)
     if flapped:
         warnings.append(f"went down too few times for a rate: {', '.join(flapped)}; a flapping link's rate needs "

@@ -24,11 +24,12 @@ from typing import Any
 from opsctl.errors import InputError
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, load_yaml_file, parse_yaml
 
-# Link error rates of the NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters (the compiler's defaults
-# for bad pins test for them).
+# Link error rates of the NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters and of the NVLink data ECC
+# errors a GPU totals over its links (the compiler's defaults for bad pins test for them).
 NVLINK5_RATES = ("rcv_errors_per_s", "malformed_packet_errors_per_s", "buffer_overrun_errors_per_s",
                  "local_link_integrity_errors_per_s", "effective_errors_per_s", "recovery_failed_per_s",
-                 "recovery_successful_per_s")
+                 "recovery_successful_per_s", "rcv_remote_errors_per_s", "rcv_general_errors_per_s",
+                 "ecc_data_errors_per_s")
 # The keys of the data-link (DL) counters: rates (link_errors, bad_pins, noise) and counts held
 # since the driver loaded (link_totals). NVML removed those counters on Blackwell (NVML API
 # Reference, Change Log, "Changes between v560 and v565"), so a rack of Blackwell GPUs refuses

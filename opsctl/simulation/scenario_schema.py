@@ -65,7 +65,8 @@ class _OnLink(_Timed, kw_only=True):
 class _Rated(_Timed, kw_only=True):
     """Link error rates, each the rate its counter counts at: the data-link counters crc_per_s,
     replay_per_s and recovery_per_s (NVLink 4 and older; refused on a Blackwell rack, whose GPUs
-    have none), and the NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters."""
+    have none), the NVLink 5 NVML_FI_DEV_NVLINK_COUNT_* counters, and ecc_data_errors_per_s, the
+    link's NVLink data ECC errors, which NVML counts only in its GPU's total over all links."""
 
     crc_per_s: Rate | UnsetType = UNSET
     replay_per_s: Rate | UnsetType = UNSET
@@ -78,6 +79,9 @@ class _Rated(_Timed, kw_only=True):
     effective_errors_per_s: Rate | UnsetType = UNSET
     recovery_failed_per_s: Rate | UnsetType = UNSET
     recovery_successful_per_s: Rate | UnsetType = UNSET
+    rcv_remote_errors_per_s: Rate | UnsetType = UNSET
+    rcv_general_errors_per_s: Rate | UnsetType = UNSET
+    ecc_data_errors_per_s: Rate | UnsetType = UNSET
     ber: Ber | UnsetType = UNSET
     ramp_s: Annotated[Time, msgspec.Meta(description="seconds the rates take to reach their full value")] | UnsetType = UNSET
 

@@ -20,12 +20,18 @@ from probes.sim.sku_models import SIM_SKUS
 from probes.sim.spec import Effect, GpuSpec, LinkSpec, RackSpec, TraySpec
 
 COUNTERS = ("crc", "replay", "recovery", "symbol")
-# The NVLink 5 counters (NVML_FI_DEV_NVLINK_COUNT_*) that count on their own rate keys.
-NVLINK5_COUNTERS = ("rcv", "malformed", "buffer_overrun", "integrity", "recovery_failed", "recovery_successful")
+# The counters beside the data-link ones that count on their own rate keys: NVLink 5's
+# (NVML_FI_DEV_NVLINK_COUNT_*), and a link's NVLink data ECC errors, which NVML reports only as
+# its GPU's total over all links (NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL). Each new one goes
+# last: the draws below are made in this order, so the others read as before for a seed.
+NVLINK5_COUNTERS = ("rcv", "malformed", "buffer_overrun", "integrity", "recovery_failed", "recovery_successful",
+                    "rcv_remote", "rcv_general", "ecc_data")
 _RATE_KEYS = {"crc": "crc_per_s", "replay": "replay_per_s", "recovery": "recovery_per_s", "symbol": "symbol_per_s",
               "rcv": "rcv_errors_per_s", "malformed": "malformed_packet_errors_per_s",
               "buffer_overrun": "buffer_overrun_errors_per_s", "integrity": "local_link_integrity_errors_per_s",
-              "recovery_failed": "recovery_failed_per_s", "recovery_successful": "recovery_successful_per_s"}
+              "recovery_failed": "recovery_failed_per_s", "recovery_successful": "recovery_successful_per_s",
+              "rcv_remote": "rcv_remote_errors_per_s", "rcv_general": "rcv_general_errors_per_s",
+              "ecc_data": "ecc_data_errors_per_s"}
 FEC_BINS = 16
 
 

@@ -70,6 +70,8 @@ _NVLINK5_FIELDS = {
     pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_ERRORS,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_BUFFER_OVERRUN_ERRORS,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_REMOTE_ERRORS,
+    pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_GENERAL_ERRORS,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES,
     pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES,
     *(pynvml.NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0 + k for k in range(FEC_BINS)),
@@ -371,6 +373,10 @@ class SimNvml(SimNvmlConfiguration):
             return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, RECOVERY_ACTION_CODES[gpu.recovery_action(t)]
         if fid in PCIE_AER_FIELDS:
             return self._pcie_aer_field(gpu, fid, t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL:  # "total for all Links": no link scope
+            if not gpu.sku.nvlink_ecc_data_total:
+                raise pynvml.NVMLError_NotSupported()
+            return ull, sum(link.counter("ecc_data", t) for link in gpu.links)
         link = self._link(gpu, scope)
         if fid == pynvml.NVML_FI_DEV_NVLINK_GET_STATE:
             state = pynvml.NVML_NVLINK_STATE_ACTIVE if link.is_up(t) else pynvml.NVML_NVLINK_STATE_INACTIVE
@@ -407,6 +413,10 @@ class SimNvml(SimNvmlConfiguration):
             return ull, link.counter("buffer_overrun", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS:
             return ull, link.counter("integrity", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_REMOTE_ERRORS:
+            return ull, link.counter("rcv_remote", t)
+        if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_GENERAL_ERRORS:
+            return ull, link.counter("rcv_general", t)
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_XMIT_BYTES:
             return ull, link.traffic["tx"]
         if fid == pynvml.NVML_FI_DEV_NVLINK_COUNT_RCV_BYTES:

@@ -73,6 +73,11 @@ class SimSku:
     # API Reference, Change Log, "Changes between v560 and v565"; the simulated Blackwell GPUs run
     # driver 570): there they answer NOT_SUPPORTED, and DCGM 4.6 judges them "pre-Blackwell only".
     nvlink_dl_counters: bool
+    # The GPU's NVLink data ECC error total (NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL), which
+    # DCGM 4.6 reads in MonitorNVLink5Fields. Neither nvml.h nor dcgm_fields.h says which GPUs report
+    # it; the simulated Blackwell GPUs do (zero on a healthy GPU), the simulated Hopper ones answer
+    # NOT_SUPPORTED: the rulebook judges it where it is reported, and requires it nowhere.
+    nvlink_ecc_data_total: bool
     platform_info: bool  # GB200 trays report chassis, slot and tray through NVML
     fabric_health: bool  # the fabric health mask and summary
     # --- the link to the host CPU (probes/sim/host_link.py)
@@ -91,7 +96,7 @@ SIM_SKUS = {
         memory_bytes=80 * 2**30, bf16_tflops=785.0, fp8_tflops=1450.0, copy_gbps=2900.0,
         tdp_w=700.0, idle_w=72.0, load_w=690.0, idle_c=33.0, load_c=71.0, sm_clock_max_mhz=1980, mem_clock_mhz=2619,
         nvlink_version=4, nvlink_gbps_per_link=25.0, nvlink_line_rate_bits=NVLINK4_LINE_RATE_BITS, nvlink_speed_mbps=26_562,
-        nvlink5_fields=False, nvlink_dl_counters=True, platform_info=False, fabric_health=False,
+        nvlink5_fields=False, nvlink_dl_counters=True, nvlink_ecc_data_total=False, platform_info=False, fabric_health=False,
         host_link="pcie", pcie_max=(5, 16),
     ),
     "h200": SimSku(
@@ -100,7 +105,7 @@ SIM_SKUS = {
         memory_bytes=141 * 2**30, bf16_tflops=785.0, fp8_tflops=1450.0, copy_gbps=4300.0,
         tdp_w=700.0, idle_w=75.0, load_w=690.0, idle_c=33.0, load_c=70.0, sm_clock_max_mhz=1980, mem_clock_mhz=3201,
         nvlink_version=4, nvlink_gbps_per_link=25.0, nvlink_line_rate_bits=NVLINK4_LINE_RATE_BITS, nvlink_speed_mbps=26_562,
-        nvlink5_fields=False, nvlink_dl_counters=True, platform_info=False, fabric_health=False,
+        nvlink5_fields=False, nvlink_dl_counters=True, nvlink_ecc_data_total=False, platform_info=False, fabric_health=False,
         host_link="pcie", pcie_max=(5, 16),
     ),
     "b200": SimSku(
@@ -109,7 +114,7 @@ SIM_SKUS = {
         memory_bytes=180 * 2**30, bf16_tflops=1750.0, fp8_tflops=3300.0, copy_gbps=6800.0,
         tdp_w=1000.0, idle_w=140.0, load_w=980.0, idle_c=34.0, load_c=73.0, sm_clock_max_mhz=1965, mem_clock_mhz=3996,
         nvlink_version=5, nvlink_gbps_per_link=50.0, nvlink_line_rate_bits=NVLINK5_LINE_RATE_BITS, nvlink_speed_mbps=53_125,
-        nvlink5_fields=True, nvlink_dl_counters=False, platform_info=False, fabric_health=True,
+        nvlink5_fields=True, nvlink_dl_counters=False, nvlink_ecc_data_total=True, platform_info=False, fabric_health=True,
         host_link="pcie", pcie_max=(5, 16),
     ),
     "gb200": SimSku(
@@ -118,7 +123,7 @@ SIM_SKUS = {
         gpus_per_serial=2, memory_bytes=186 * 2**30, bf16_tflops=1950.0, fp8_tflops=3700.0, copy_gbps=6800.0,
         tdp_w=1200.0, idle_w=150.0, load_w=1150.0, idle_c=32.0, load_c=69.0, sm_clock_max_mhz=2062, mem_clock_mhz=3996,
         nvlink_version=5, nvlink_gbps_per_link=50.0, nvlink_line_rate_bits=NVLINK5_LINE_RATE_BITS, nvlink_speed_mbps=53_125,
-        nvlink5_fields=True, nvlink_dl_counters=False, platform_info=True, fabric_health=True,
+        nvlink5_fields=True, nvlink_dl_counters=False, nvlink_ecc_data_total=True, platform_info=True, fabric_health=True,
         host_link="c2c", pcie_max=(5, 16), c2c_links=1, c2c_mbps=450_000,
     ),
 }

@@ -4,7 +4,9 @@ A real NVL72 switch tray runs NVOS, not NVML; this is the hardware model the pro
 reader reads in simulation. A port sees the same link as the GPU at the other end: the same
 state and the same errors over a window, with lifetime counts of its own — on the counters the
 link's generation has: the data-link CRC, replay and recovery counters where the GPU's SKU reports
-them (NVLink 4), the NVLink 5 error counters on Blackwell, which has no data-link counters.
+them (NVLink 4), the NVLink 5 error counters on Blackwell, which has no data-link counters. A link
+recovery, failed or successful, is the link's: both of its ends retrain, so the port counts it too
+(its drops as failed recoveries, its successful ones, and their sum as recovery events).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from probes.sim.sku_models import SimSku
 # Counter names as the switch reader reports them (the GPU side's names), by generation.
 DL_PORT_COUNTERS = {"crc": "crc_errors", "replay": "replay_errors", "recovery": "recovery_errors"}
 NVLINK5_PORT_COUNTERS = {"rcv": "rcv_errors", "malformed": "malformed_packet_errors",
-                         "buffer_overrun": "buffer_overrun_errors", "integrity": "local_link_integrity_errors"}
+                         "buffer_overrun": "buffer_overrun_errors", "integrity": "local_link_integrity_errors",
+                         "rcv_remote": "rcv_remote_errors", "rcv_general": "rcv_general_errors",
+                         "recovery_successful": "recovery_successful"}
 
 
 def port_counters(sku: SimSku) -> dict[str, str]:
@@ -56,6 +60,8 @@ class SimSwitchTray:
             counters = {name: link.counter(c, t) - link.baseline[c] + self._baseline[id(link)][c]
                         for c, name in self._counters.items()}
             counters["recovery_failed"] = link.down_events(t)
+            if "recovery_successful" in counters:
+                counters["recovery_events"] = counters["recovery_failed"] + counters["recovery_successful"]
             ports.append({
                 "chip": link.spec.remote_switch.rsplit("/", 1)[-1],
                 "switch_port": link.spec.remote_port,
