@@ -191,6 +191,20 @@ def sim_rack(rack07_topology):
     return build
 
 
+def read_tray_twice(rack, tray, seconds):
+    """Every GPU of a simulated tray read through NVML, the rack's clock moved on `seconds`, and read
+    again: (before, after), the two readings a probe's window judges."""
+    from probes.nvml_reader import NvmlReader
+    from probes.sim import SimNvml
+
+    nvml = SimNvml(rack, tray)
+    nvml.nvmlInit()
+    reader = NvmlReader(nvml, now=rack.now)
+    before = reader.read_all()
+    rack.clock.advance(seconds)
+    return before, reader.read_all()
+
+
 @dataclass
 class ServedRack:
     """An exporter serving simulated trays on loopback, and what a scrape of it holds."""

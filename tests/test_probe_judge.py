@@ -10,7 +10,7 @@ from probes.peer_throughput import peer_medians
 from probes.sku_references import load_references, REFERENCES, sku_files
 from probes.tray_judge import judge_gpu
 from probes.xid_checks import xid_checks
-from tests.conftest import PRIVATE_SOURCES
+from tests.conftest import PRIVATE_SOURCES, read_tray_twice
 
 
 @pytest.fixture(scope="module")
@@ -189,16 +189,9 @@ def test_a_healthy_gb200_without_data_link_counters_is_judged_complete_and_passi
     Blackwell driver does: every NVLink 5 counter judged, nothing incomplete, nothing failed."""
     from probes import c2c_link
     from probes.counters import gpu_window
-    from probes.nvml_reader import NvmlReader
-    from probes.sim import SimNvml
 
     rack = sim_rack("seed: 4\n")
-    nvml = SimNvml(rack, "ct04")
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.now)
-    before = reader.read_all()
-    rack.clock.advance(60)
-    after = reader.read_all()
+    before, after = read_tray_twice(rack, "ct04", 60)
     for first, last in zip(before, after):
         assert "nvmlDeviceGetNvLinkErrorCounter" in last.unsupported and "crc_errors" in last.links[0].unsupported
         entry = {"index": last.index, "before": first.to_dict(), "counters": gpu_window(first, last, []),
@@ -222,16 +215,9 @@ def test_a_gb200_that_answers_not_supported_for_a_new_field(sim_rack, gb200, fie
     that answers NOT_SUPPORTED leaves its rule unjudged — incomplete; the GPU's NVLink ECC total,
     judged only where reported, leaves the GPU complete and passing."""
     from probes.counters import gpu_window
-    from probes.nvml_reader import NvmlReader
-    from probes.sim import SimNvml
 
     rack = sim_rack(f"faults:\n  - {{kind: not_supported, gpu: ct02/gpu1, fields: [{field}]}}\n")
-    nvml = SimNvml(rack, "ct02")
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.now)
-    before = reader.read_all()
-    rack.clock.advance(60)
-    after = reader.read_all()
+    before, after = read_tray_twice(rack, "ct02", 60)
     assert not after[1].lost and after[1].errors == {}  # recorded as not supported, the reading goes on
     checks = judge_gpu({"index": 1, "counters": gpu_window(before[1], after[1], [])}, gb200, {})
     assert verdicts(checks)[("nvlink.counters_read", "gpu1")] == verdict

@@ -8,7 +8,7 @@ import yaml
 from probes import running_totals
 from probes.sku_references import load_references
 from probes.nvml_reader import NvmlReader
-from tests.conftest import REPO
+from tests.conftest import REPO, read_tray_twice
 
 
 @pytest.fixture(scope="module")
@@ -251,17 +251,11 @@ def test_a_successful_recovery_fails_in_the_window_and_only_warns_as_a_total_bef
     arrived with one successful recovery and is quiet in the window; port 5 recovers in the window."""
     from probes import c2c_link
     from probes.counters import gpu_window
-    from probes.sim import SimNvml
     from probes.tray_judge import judge_gpu
 
     rack = sim_rack("seed: 3\nfaults:\n  - {kind: link_totals, link: ct01/gpu0/nvl03, recovery_successful: 1}\n"
                     "  - {kind: link_errors, link: ct01/gpu0/nvl05, recovery_successful_per_s: 0.2}\n")
-    nvml = SimNvml(rack, "ct01")
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.now)
-    before = reader.read_all()
-    rack.clock.advance(30)
-    after = reader.read_all()
+    before, after = read_tray_twice(rack, "ct01", 30)
     entry = {"index": 0, "before": before[0].to_dict(), "counters": gpu_window(before[0], after[0], []),
              "c2c": c2c_link.window(before[0], after[0])}  # the run document's sections these readings make
     bad = {(c["check"], c["component"], c["verdict"]) for c in judge_gpu(entry, gb200, {}) if c["verdict"] != "pass"}

@@ -8,6 +8,8 @@ import pytest
 from probes.nvml_reader import NvmlReader, XidWatcher
 from probes.sim import SimComputeDevice, SimNvml
 
+from tests.conftest import read_tray_twice
+
 
 def reader_for(rack, tray):
     nvml = SimNvml(rack, tray)
@@ -110,12 +112,7 @@ def test_each_nvlink5_counter_counts_at_its_injected_rate(sim_rack):
     faults = "".join(f"  - {{kind: link_errors, link: ct07/gpu1/nvl{port:02d}, {key}: 0.2}}\n"
                      for port, key in enumerate(rates.values()))
     rack = sim_rack("faults:\n" + faults)
-    nvml = SimNvml(rack, "ct07")
-    nvml.nvmlInit()
-    reader = NvmlReader(nvml, now=rack.now)
-    before = reader.read_all()
-    rack.clock.advance(100.0)
-    after = reader.read_all()
+    before, after = read_tray_twice(rack, "ct07", 100.0)
     for port, counter in enumerate(rates):
         assert link_delta(before, after, 1, port, counter) == 20, counter  # 0.2/s over 100 s
         clean = [link_delta(before, after, 1, other, counter) for other in range(len(rates), 18)]
