@@ -87,14 +87,18 @@ def read_regular_bytes(path: str | os.PathLike[str], max_bytes: int | None = MAX
     except OSError as error:
         raise InputError(f"{_named(path)}: cannot read: {error.strerror or error}") from None
     try:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):  # swapped for something else between the stat and the open
-            raise _not_regular(path, mode, READS)
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):  # swapped for something else between the stat and the open
+            raise _not_regular(path, status.st_mode, READS)
         limit = None if max_bytes is None else max_bytes + 1
         chunks: list[bytes] = []
         total = 0
+        # The whole file in one read where its size is known (a fleet's rack snapshots: one copy,
+        # not a join of chunks), then on in chunks if it grew.
+        want = max(status.st_size + 1, _READ_CHUNK)
         while limit is None or total < limit:
-            chunk = os.read(descriptor, _READ_CHUNK if limit is None else min(_READ_CHUNK, limit - total))
+            chunk = os.read(descriptor, want if limit is None else min(want, limit - total))
+            want = _READ_CHUNK
             if not chunk:
                 break
             chunks.append(chunk)
@@ -110,7 +114,11 @@ def read_regular_bytes(path: str | os.PathLike[str], max_bytes: int | None = MAX
 
 def read_regular_text(path: str | os.PathLike[str], max_bytes: int | None = MAX_DOCUMENT_BYTES) -> str:
     """read_regular_bytes, as UTF-8 text; text that is not UTF-8 is an InputError naming the byte."""
-    data = read_regular_bytes(path, max_bytes)
+    return utf8_text(read_regular_bytes(path, max_bytes), path)
+
+
+def utf8_text(data: bytes, path: str | os.PathLike[str]) -> str:
+    """A file's bytes as UTF-8 text; bytes that are not UTF-8 are an InputError naming the byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from opsctl.localize.evidence import verdict_log_ratio
-from opsctl.localize.snapshot import link_index
+from opsctl.localize.snapshot import link_index, with_failed_checks
 
 if TYPE_CHECKING:
     from opsctl.localize.parts import PartIndex
@@ -78,10 +78,10 @@ def read_measured(snapshot: Snapshot, source: str, index: PartIndex) -> tuple[di
     parse_snapshot (so its links and trays are known ones)."""
     prefix = snapshot.rack + "/"
     links: dict[int, list[dict[str, Any]]] = {}
-    for i, entry in enumerate(snapshot.links):
-        if entry.failed_checks:
-            link = link_index(entry, f"{source}: links[{i}]", prefix, index)
-            links.setdefault(link, []).extend(_as_dicts(entry.failed_checks))
+    for i in with_failed_checks(snapshot.links):
+        entry = snapshot.links[i]
+        link = link_index(entry, f"{source}: links[{i}]", prefix, index)
+        links.setdefault(link, []).extend(_as_dicts(entry.failed_checks or []))
     trays = {entry.tray: _as_dicts(entry.failed_checks) for entry in snapshot.trays or [] if entry.failed_checks}
     return links, trays
 

@@ -35,17 +35,18 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, eq, itemgetter, methodcaller, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from opsctl.errors import InputError
-from opsctl.input_checks import MAX_COUNTER, check_depth, nested_within, shown
+from opsctl.input_checks import MAX_COUNTER, MAX_DEPTH, check_depth, nested_within, shown
 from opsctl.localize.evidence import COUNTERS, recorded_gpu_xids
 from opsctl.rack_models import MODELS, RackModel
-from opsctl.regular_files import read_regular_text
+from opsctl.regular_files import read_regular_bytes, utf8_text
 from opsctl.unique_json import decode_unique
 from opsctl.yaml_input import MAX_WRITTEN_BYTES, parse_json, parse_yaml, unique_keys
 
@@ -91,25 +92,60 @@ class RackObservation:
     trays: dict[str, dict[str, Any]] = field(default_factory=dict)  # tray name -> {"status", "error"}
 
 
-def read_snapshot_file(path: str | Path) -> list[Any]:
-    """The snapshot documents in a file: one document, or a list of them (a fleet)."""
-    data = _load(path)
-    documents = data if isinstance(data, list) else [data]
+def read_snapshot_file(path: str | Path) -> list[tuple[str, Snapshot]]:
+    """The checked snapshots in a file — one, or a list of them (a fleet) — each with the name
+    its errors and results go by: the path, or path[i] for each of a list of two or more."""
+    data = read_regular_bytes(path)  # a FIFO or /dev/zero: refused in one line, within the cap
+    snapshots = _decode_checked(data)  # the common case, fast; None: the strict parse below decides
+    if snapshots is not None:
+        return _named(path, snapshots)
+    loaded = _load(utf8_text(data, path), path)
+    documents = loaded if isinstance(loaded, list) else [loaded]
     if not documents:
         raise InputError(f"{path}: holds no snapshot")
     for i, document in enumerate(documents):
         if not isinstance(document, dict):
-            where = f"{path}[{i}]" if isinstance(data, list) else str(path)
+            where = f"{path}[{i}]" if isinstance(loaded, list) else str(path)
             raise InputError(f"{where}: expected a snapshot (a mapping with rack, model, links, gpus), found {type(document).__name__}")
-    return documents
+    return [(source, checked_snapshot(document, source)) for source, document in _named(path, documents)]
 
 
-def _load(path: str | Path) -> Any:
+def _named(path: str | Path, found: list[Any]) -> list[tuple[str, Any]]:
+    sources = [str(path)] if len(found) == 1 else [f"{path}[{i}]" for i in range(len(found))]
+    return list(zip(sources, found))
+
+
+# The schema fixes how deep every part of a snapshot nests but a failed check's value (any JSON),
+# which sits below the document, its list, the entry, the entry's failed_checks and the check.
+_LEVELS_ABOVE_A_VALUE = 5
+
+
+def _decode_checked(data: bytes) -> list[Snapshot] | None:
+    """The snapshots, decoded and checked against the schema in one pass where that provably
+    gives what the strict parse and the schema's check give (opsctl/unique_json.py), else None."""
+    from opsctl.localize.snapshot_schema import SnapshotFile
+
+    decoded = decode_unique(data, SnapshotFile)
+    if not decoded:  # the strict parse decides, or says the list holds no snapshot
+        return None
+    snapshots = decoded if isinstance(decoded, list) else [decoded]
+    limit = MAX_DEPTH - _LEVELS_ABOVE_A_VALUE - isinstance(decoded, list)
+    for snapshot in snapshots:
+        for entries in (snapshot.links, snapshot.gpus or [], snapshot.trays or []):
+            for i in with_failed_checks(entries):
+                if not all(nested_within(check.value, limit) for check in entries[i].failed_checks):
+                    return None  # refused by the strict parse, in its words
+    return snapshots
+
+
+def with_failed_checks(entries: Sequence[Link | Gpu | Tray]) -> list[int]:
+    """The places of the entries that carry failed checks (a rack's few among thousands of links),
+    picked in C: itertools.compress over their failed_checks."""
+    return list(compress(range(len(entries)), map(_FAILED_CHECKS, entries)))
+
+
+def _load(text: str, path: str | Path) -> Any:
     # JSON is the format; a large fleet file parses an order of magnitude faster with json.
-    text = read_regular_text(path)  # a FIFO or /dev/zero: refused in one line, within the cap
-    document = decode_unique(text)  # the common case, fast; None: json's strict parse below decides
-    if document is not None and nested_within(document):
-        return document
     try:
         return check_depth(json.loads(text, parse_constant=_not_a_number, object_pairs_hook=unique_keys), path)
     except json.JSONDecodeError:
@@ -138,7 +174,10 @@ def snapshot_model(snapshot: Snapshot) -> RackModel:
 def parse_snapshot(snapshot: Snapshot, source: str, index: PartIndex) -> RackObservation:
     """A checked snapshot's readings as arrays over the model's PartIndex: a RackObservation."""
     prefix = snapshot.rack + "/"
-    sides = {side: _read_side(snapshot.links, side, source, prefix, index) for side in SIDES}
+    at_switch = list(map(eq, map(_SIDE, snapshot.links), repeat("switch")))  # a side not given is the GPU's
+    places = range(len(snapshot.links))
+    numbers = {"gpu": list(compress(places, map(not_, at_switch))), "switch": list(compress(places, at_switch))}
+    sides = {side: _read_side(snapshot.links, numbers[side], side, source, prefix, index) for side in SIDES}
     observation = RackObservation(snapshot.rack, snapshot_model(snapshot), float(snapshot.window_seconds), str(source), sides,
                                   np.full(len(index.gpu_ids), -1, dtype=np.int8), snapshot)
     for i, entry in enumerate(snapshot.gpus or []):
@@ -187,52 +226,67 @@ def link_index(entry: Link, where: str, prefix: str, index: PartIndex) -> int:
 
 
 _COUNTERS_OF = attrgetter(*COUNTERS)
+# Each field read from every entry of a side in map's C loop, not a Python one: a fleet has hundreds of thousands.
+_SIDE, _GPU, _PORT, _LINK, _STATE = attrgetter("side"), attrgetter("gpu"), attrgetter("port"), attrgetter("link"), attrgetter("state")
+_EFFECTIVE_BER, _SYMBOL_BER_RAW, _FAILED_CHECKS = attrgetter("effective_ber"), attrgetter("symbol_ber_raw"), attrgetter("failed_checks")
 _STATE_CODE = {None: -1, "up": 0, "down": 1}
 _TOO_LARGE = 2.0**64  # as a float, 2^64 − 1 rounds to it: the integers at or above it are checked exactly
 
 
-def _read_side(links: list[Link], side: str, source: str, prefix: str, index: PartIndex) -> SideReadings:
-    """The readings of the links read at one end, column by column (a fleet has hundreds of
-    thousands of links): the common entries — a GPU-side one by its GPU and port, a switch-side
-    one by its link id — are looked up in one pass, any other entry by link_index, which also
-    says what is wrong with one that names no link of the rack."""
+def _read_side(links: list[Link], numbers: list[int], side: str, source: str, prefix: str, index: PartIndex) -> SideReadings:
+    """The readings of the links read at one end (`numbers`: their entries' places in `links`),
+    column by column (a fleet has hundreds of thousands of links): the common entries — a GPU-side
+    one by its GPU and port, a switch-side one by its link id — are looked up in one pass, any
+    other entry by link_index, which also says what is wrong with one that names no link of the rack."""
     readings = SideReadings.empty(index.links)
-    entries = [entry for entry in links if entry.side == side]
-    if not entries:
+    if not numbers:
         return readings
+    entries = [links[i] for i in numbers]
     cut = len(prefix)
-    if side == "gpu":
-        by_port = index.link_by_gpu_port
-        found = [by_port.get((entry.gpu[cut:] if entry.gpu.startswith(prefix) else entry.gpu, entry.port))
-                 if entry.gpu is not None else None for entry in entries]
+    if side == "gpu":  # a rack's 72 GPU ids, each made relative once: the lookups run in map's C loop
+        gpus = list(map(_GPU, entries))
+        relative = {gpu: gpu[cut:] if gpu.startswith(prefix) else gpu for gpu in set(gpus) if gpu is not None}
+        found = list(map(index.link_by_gpu_port.get, zip(map(relative.get, gpus), map(_PORT, entries))))
     else:
-        by_id = index.link_index
-        found = [by_id.get(entry.link[cut:] if entry.link.startswith(prefix) else entry.link)
-                 if entry.link is not None else None for entry in entries]
+        by_id, ids = index.link_index, list(map(_LINK, entries))
+        if None not in ids and all(map(methodcaller("startswith", prefix), ids)):  # as opsctl writes them
+            found = list(map(by_id.get, map(itemgetter(slice(cut, None)), ids)))
+        else:
+            found = [by_id.get(link[cut:] if link.startswith(prefix) else link) if link is not None else None for link in ids]
     if None in found:
-        numbers = [i for i, entry in enumerate(links) if entry.side == side]
         found = [link if link is not None else link_index(entry, f"{source}: links[{i}]", prefix, index)
                  for link, entry, i in zip(found, entries, numbers)]
     positions = np.array(found, dtype=np.int64)
     if np.bincount(positions, minlength=index.links).max() > 1:
-        _listed_twice(links, side, positions, source, prefix, index)
+        _listed_twice(numbers, positions, side, source, prefix, index)
     readings.observed[positions] = True
-    rows = list(map(_COUNTERS_OF, entries))
-    try:
-        counts = np.array(rows, dtype=float)  # a counter not read (None) is NaN: absent, not zero
-    except OverflowError:  # an integer beyond any float
-        counts = np.full((len(rows), len(COUNTERS)), _TOO_LARGE)
-    if np.any(counts >= _TOO_LARGE):
-        _counters_fit(links, side, source)
-    readings.counts[positions] = counts
-    readings.ber[positions] = np.array([entry.effective_ber for entry in entries], dtype=float)
-    readings.symbol_ber_raw[positions] = np.array([entry.symbol_ber_raw for entry in entries], dtype=float)
-    readings.state[positions] = [_STATE_CODE[entry.state] for entry in entries]
+    readings.counts[positions] = _counter_rows(list(map(_COUNTERS_OF, entries)), links, numbers, source)
+    readings.ber[positions] = np.array(list(map(_EFFECTIVE_BER, entries)), dtype=float)  # None: NaN
+    readings.symbol_ber_raw[positions] = np.array(list(map(_SYMBOL_BER_RAW, entries)), dtype=float)
+    readings.state[positions] = list(map(_STATE_CODE.__getitem__, map(_STATE, entries)))
     return readings
 
 
-def _listed_twice(links: list[Link], side: str, positions: np.ndarray, source: str, prefix: str, index: PartIndex) -> None:
-    numbers = [i for i, entry in enumerate(links) if entry.side == side]
+def _counter_rows(rows: list[tuple[Any, ...]], links: list[Link], numbers: list[int], source: str) -> np.ndarray:
+    """The counter rows as floats, a counter not read (None) NaN: absent, not zero. Most links of a
+    rack read alike (every counter 0, the same ones not read), so the rows equal to the first are
+    found in map's C loop and each other distinct row is converted once: a third of the time of
+    converting them all."""
+    alike = np.fromiter(map(rows[0].__eq__, rows), dtype=bool, count=len(rows))
+    distinct = {rows[0]: 0}
+    codes = np.zeros(len(rows), dtype=np.int64)
+    others = np.flatnonzero(~alike).tolist()
+    codes[others] = [distinct.setdefault(rows[i], len(distinct)) for i in others]
+    try:
+        table = np.array(list(distinct), dtype=float)
+    except OverflowError:  # an integer beyond any float
+        table = np.full((len(distinct), len(COUNTERS)), _TOO_LARGE)
+    if np.any(table >= _TOO_LARGE):
+        _counters_fit(links, numbers, source)
+    return table[codes]
+
+
+def _listed_twice(numbers: list[int], positions: np.ndarray, side: str, source: str, prefix: str, index: PartIndex) -> None:
     seen: set[int] = set()
     for link, i in zip(positions.tolist(), numbers):
         if link in seen:
@@ -240,11 +294,11 @@ def _listed_twice(links: list[Link], side: str, positions: np.ndarray, source: s
         seen.add(link)
 
 
-def _counters_fit(links: list[Link], side: str, source: str) -> None:
+def _counters_fit(links: list[Link], numbers: list[int], source: str) -> None:
     """Refuse the first counter above 2^64 − 1: NVML's counters are 64-bit."""
-    for i, entry in enumerate(links):
-        for name, value in zip(COUNTERS, _COUNTERS_OF(entry)):
-            if entry.side == side and value is not None and value > MAX_COUNTER:
+    for i in numbers:
+        for name, value in zip(COUNTERS, _COUNTERS_OF(links[i])):
+            if value is not None and value > MAX_COUNTER:
                 raise InputError(f"{source}: links[{i}].{name}: expected a count ≥ 0 and at most 2^64 − 1 "
                                  f"(NVML's counters are 64-bit), got {shown(value)}")
 
@@ -256,7 +310,7 @@ def _read_gpu(entry: Gpu, where: str, prefix: str, index: PartIndex, observation
         raise _unknown(where, prefix, gpu_id, "GPU", index.gpu_index, index)
     if observation.gpu_reachable[gpu] != -1:
         raise InputError(f"{where}: {prefix}{gpu_id} is listed twice")
-    observation.gpu_reachable[gpu] = 1 if entry.reachable else 0
+    observation.gpu_reachable[gpu] = 0 if entry.reachable is False else 1  # not said: it answered
     events = [(xid, None) if isinstance(xid, int) else (xid.xid, _time(xid.time, f"{where}.xids[{j}].time"))
               for j, xid in enumerate(entry.xids or [])]
     if events:
@@ -280,7 +334,7 @@ def _read_trays(trays: Sequence[Tray], where: str, model: RackModel) -> dict[str
     for i, entry in enumerate(trays):
         if entry.tray not in known:
             raise InputError(f"{where}[{i}]: {entry.tray!r} is not a tray of {model.name}")
-        found[entry.tray] = {"status": entry.status, "error": entry.error}
+        found[entry.tray] = {"status": entry.status, "error": entry.error if isinstance(entry.error, str) else None}
     return found
 
 
@@ -306,7 +360,7 @@ def unread_trays(observation: RackObservation, index: PartIndex) -> list[str]:
     any_side = np.zeros(index.links, dtype=bool)
     for readings in observation.sides.values():
         any_side |= readings.observed
-    read = {index.gpu_tray[gpu] for gpu in np.unique(index.link_gpu[any_side])}
+    read = {index.gpu_tray[gpu] for gpu in set(index.link_gpu[any_side].tolist())}
     trays = {t for t in index.model.compute_tray_names() if t not in read}
     trays |= {t for t, info in observation.trays.items() if info["status"] not in TRAY_ANSWERED}
     return sorted(trays)

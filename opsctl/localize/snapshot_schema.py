@@ -6,6 +6,12 @@ and docs/schemas/snapshot.schema.json is written from these Structs (tools/write
 Imported only when a snapshot is read: msgspec stays out of `opsctl --help`. What a schema
 cannot say (ids that belong to the rack's model, a link listed twice, a counter above 2^64 − 1
 that is an exact integer) is checked where the ids are resolved (opsctl/localize/snapshot.py).
+
+Every Struct leaves its defaults out when written back, and the fields opsctl's writers give even
+at their default (a link's side, a GPU's reachable, a tray's error) default to UNSET, which no
+value in a file equals: a snapshot written back names exactly the keys its file gave, which is
+how the fast read rules out a key given twice (opsctl/unique_json.py). What they mean when left
+out (gpu, true, none) is read in opsctl/localize/snapshot.py.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from opsctl.input_schema import Seconds, convert
 from opsctl.rack_models import MODELS, NAME_PATTERN
@@ -47,7 +54,8 @@ class Link(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     and `port`; a switch-side one by `link`, else `switch` and `switch_port`, else `peer_gpu` and
     `peer_port`, else `gpu` and `port`. A counter left out was not read (not zero)."""
 
-    side: Literal["gpu", "switch"] = "gpu"
+    side: Annotated[Literal["gpu", "switch"], msgspec.Meta(
+        description="the end the link was read at", extra_json_schema={"default": "gpu"})] | UnsetType = UNSET
     gpu: ComponentId | None = None
     port: Port | None = None
     link: ComponentId | None = None
@@ -90,7 +98,8 @@ class Gpu(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One GPU: whether it answered, the XIDs it logged in the window, its own failed checks."""
 
     id: ComponentId
-    reachable: bool = True
+    reachable: Annotated[bool, msgspec.Meta(
+        description="whether the GPU answered", extra_json_schema={"default": True})] | UnsetType = UNSET
     xids: list[Annotated[int, msgspec.Meta(ge=0, le=MAX_XID)] | XidEvent] | None = None
     failed_checks: list[FailedCheck] | None = None
 
@@ -100,7 +109,7 @@ class Tray(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
     tray: Annotated[str, msgspec.Meta(description="the tray's name in the rack model: ct05, st3")]
     status: Annotated[str, msgspec.Meta(description="complete, incomplete, failed (the tray answered) or unread")]
-    error: str | None = None
+    error: Annotated[str | None, msgspec.Meta(extra_json_schema={"default": None})] | UnsetType = UNSET
     failed_checks: list[FailedCheck] | None = None
 
 
@@ -118,9 +127,13 @@ class Snapshot(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     taken: Annotated[str, msgspec.Meta(description="when the snapshot was taken (ISO 8601)")] | None = None
 
 
+# A snapshot file: one snapshot, or a list of them (a fleet).
+SnapshotFile = Snapshot | list[Snapshot]
+
+
 def read_snapshot(document: object, source: object) -> Snapshot:
     """`document` (parsed JSON or YAML) as a Snapshot, or one InputError naming `source` and the place."""
     return convert(document, Snapshot, source)
 
 
-__all__ = ["FailedCheck", "Gpu", "Link", "Snapshot", "Tray", "XidEvent", "read_snapshot"]
+__all__ = ["FailedCheck", "Gpu", "Link", "Snapshot", "Tray", "SnapshotFile", "XidEvent", "read_snapshot"]
