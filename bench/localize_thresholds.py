@@ -4,8 +4,10 @@ over in-spec noise, for 60 and 600 s windows.
 
 Each rule is tried on the generation that has its counter: the data-link CRC, replay and recovery
 rules on an HGX H100 (NVLink 4; CRC noise on every healthy link drawn up to 50/s, half of DCGM's
-100/s fail limit), the NVLink 5 rules on a GB200 NVL72 (which has no data-link counter; an
-effective BER drawn up to 5e-13 on every healthy link, half of DCGM's 1e-12). Each trial puts k
+100/s fail limit), the NVLink 5 rules of DCGM 4.6's MonitorNVLink5Fields (each counter, the
+recovery events, the effective BER and the symbol BER against DCGM's floor) on a GB200 NVL72
+(which has no data-link counter; an effective BER drawn up to 5e-13 on every healthy link, half of
+DCGM's 1e-12). Each trial puts k
 faulty links (1-3; 1-2 on HGX) on links of different trays (HGX: GPUs) and switch chips, each at
 `level` × its rule's limit, and localizes the snapshot. Above the limit every faulty link should be named;
 below it nothing should be. Printed per rule and level: trials, the share whose named faults are
@@ -33,8 +35,9 @@ RACKS = {"hgx-h100": "hgx01", "gb200-nvl72": "rack07"}
 # Faults at once: on an HGX three bad links are one baseboard's fault (every link crosses it, and
 # one part explains them better than three), so it is tried with one and two.
 FAULT_COUNTS = {"hgx-h100": (1, 2), "gb200-nvl72": (1, 2, 3)}
-NVLINK5_COUNTERS = ("symbol_errors", "rcv_errors", "malformed_packet_errors", "buffer_overrun_errors",
-                    "local_link_integrity_errors", "effective_errors", "link_down_events", "recovery_successful")
+NVLINK5_COUNTERS = ("symbol_errors", "rcv_errors", "rcv_remote_errors", "rcv_general_errors", "malformed_packet_errors",
+                    "buffer_overrun_errors", "local_link_integrity_errors", "effective_errors", "link_down_events",
+                    "recovery_successful", "recovery_events")
 # rule: (the rack model whose links have the counter, the snapshot field, its limit, per second?)
 RULES = {
     "crc_errors ≥ 100/s": ("hgx-h100", "crc_errors", 100.0, True),
@@ -42,18 +45,29 @@ RULES = {
     "recovery_errors ≥ 1": ("hgx-h100", "recovery_errors", 1, False),
     "symbol_errors ≥ 1": ("gb200-nvl72", "symbol_errors", 1, False),
     "rcv_errors ≥ 1": ("gb200-nvl72", "rcv_errors", 1, False),
+    "rcv_remote_errors ≥ 1": ("gb200-nvl72", "rcv_remote_errors", 1, False),
+    "rcv_general_errors ≥ 1": ("gb200-nvl72", "rcv_general_errors", 1, False),
     "malformed_packet_errors ≥ 1": ("gb200-nvl72", "malformed_packet_errors", 1, False),
     "buffer_overrun_errors ≥ 1": ("gb200-nvl72", "buffer_overrun_errors", 1, False),
     "local_link_integrity_errors ≥ 1": ("gb200-nvl72", "local_link_integrity_errors", 1, False),
     "effective_errors ≥ 1": ("gb200-nvl72", "effective_errors", 1, False),
     "link_down_events ≥ 1": ("gb200-nvl72", "link_down_events", 1, False),
+    "recovery_successful ≥ 1": ("gb200-nvl72", "recovery_successful", 1, False),
+    "recovery_events ≥ 1": ("gb200-nvl72", "recovery_events", 1, False),
     "effective_ber > 1e-12": ("gb200-nvl72", "effective_ber", 1e-12, False),
+    "symbol BER worse than 15e-238": ("gb200-nvl72", "symbol_ber_raw", None, False),
 }
 # Multiples of the limit: below (nothing may be named), at, and above (every fault named).
 CRC_LEVELS = (0.5, 0.9, 0.99, 1.0, 1.01, 2.0, 3.0)
 COUNT_LEVELS = (0, 1, 2, 3)
 BER_LEVELS = (0.5, 1.0, 1.01, 2.0, 3.0)
-
+# The symbol BER as NVML packs it (mantissa in bits 11:8, exponent in bits 7:0), around DCGM's floor
+# (exponent 238, mantissa 15, the largest four bits hold: at the floor's exponent nothing fails):
+# the level is the BER, mantissa × 10^-exponent. A mantissa of 0 passes whatever the exponent.
+SYMBOL_BER_LEVELS = {  # level: (exponent, mantissa, fails)
+    "9e-239": (239, 9, False), "15e-238": (238, 15, False), "0e-237": (237, 0, False), "1e-237": (237, 1, True),
+    "15e-200": (200, 15, True),
+}
 
 def pick_links(topology, rng, k):
     """k links on k different compute trays and switch trays (an HGX's one tray: on k different
@@ -73,6 +87,9 @@ def pick_links(topology, rng, k):
 
 def fault_value(rule, level, window_s):
     _, field, limit, per_second = RULES[rule]
+    if field == "symbol_ber_raw":
+        exponent, mantissa, _ = SYMBOL_BER_LEVELS[level]
+        return field, mantissa << 8 | exponent
     if field == "effective_ber":
         return field, limit * level
     if per_second:
@@ -82,6 +99,8 @@ def fault_value(rule, level, window_s):
 
 def is_above(rule, level):
     _, field, _, per_second = RULES[rule]
+    if field == "symbol_ber_raw":
+        return SYMBOL_BER_LEVELS[level][2]
     if field == "effective_ber":
         return level > 1.0
     return level >= 1.0 if per_second else level >= 1
@@ -114,7 +133,8 @@ def main():
     for rule in RULES:
         model, field, _, per_second = RULES[rule]
         topology = topologies[model]
-        levels = BER_LEVELS if field == "effective_ber" else CRC_LEVELS if per_second else COUNT_LEVELS
+        levels = (SYMBOL_BER_LEVELS if field == "symbol_ber_raw" else BER_LEVELS if field == "effective_ber"
+                  else CRC_LEVELS if per_second else COUNT_LEVELS)
         for level in levels:
             for k in FAULT_COUNTS[model]:
                 exact = alarms = trials = 0
@@ -129,7 +149,7 @@ def main():
                         alarms += bool(found - truth)
                         trials += 1
                 total += trials
-                print(f"{rule:34} {level:>6g} {k:>6} {trials:>6} {exact / trials:>9.0%} {alarms / trials:>13.0%}")
+                print(f"{rule:34} {level:>6} {k:>6} {trials:>6} {exact / trials:>9.0%} {alarms / trials:>13.0%}")
     print(f"{total} snapshots (an HGX's 144 links, an NVL72's 1,296) localized in {time.perf_counter() - started:.0f} s")
 
 

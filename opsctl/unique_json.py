@@ -2,15 +2,15 @@
 (`json.loads` with yaml_input.unique_keys, which refuses a key given twice): a fleet's rack
 snapshots decode, and are checked against their schema, in a sixth of the time.
 
-msgspec alone keeps the last of two equal keys without a word, so a repeat is ruled out by
-counting. In JSON with no backslash, every ':' either separates a key from its value or is a
-character of a string; msgspec writes the decoded document back with each key it kept once and
-each string as it was read (with no escape in the input, none is needed). Decoded into msgspec
-Structs (`type`), a field is written back only where it differs from its default, so a Struct
-written back names at most the keys the input gave it: every Struct of `type` must be declared
-with omit_defaults=True (a field the writers give explicitly is best left to default to UNSET,
-which no given value equals, or its file takes the strict parse every time). Either way the two
-counts of ':' are equal only if no key was dropped. Anything this cannot vouch for — an escape,
+msgspec alone keeps the last of two equal keys without a word (msgspec issue 648, open: no option
+refuses them), so a repeat is ruled out by counting. In JSON with no backslash, every ':' either
+separates a key from its value or is a character of a string; msgspec writes the decoded document
+back with each key it kept once and each string as it was read (with no escape in the input, none
+is needed). Decoded into msgspec Structs (`type`), a field is written back only where it differs
+from its default, so a Struct written back names at most the keys the input gave it: every Struct
+of `type` must be declared with omit_defaults=True (a field the writers give explicitly is best
+left to default to UNSET, which no given value equals, or its file takes the strict parse every
+time). Either way the two counts of ':' are equal only if no key was dropped. Anything this cannot vouch for — an escape,
 a number or text msgspec refuses (NaN, a 5,000-digit integer), nesting too deep, a repeated
 key, a document `type` refuses — is left to the strict parse, which reads or refuses it in its
 own words.
