@@ -24,9 +24,11 @@ observed. Beyond the format's required fields opsctl reads, when present:
   did not answer are missing, neither healthy nor faulty.
 
 The format is one schema (opsctl/localize/snapshot_schema.py, docs/schemas/snapshot.schema.json)
-and one reader: `checked_snapshot` converts a document to it, `parse_snapshot` resolves its ids
-against the rack model's PartIndex — what the schema cannot say (an id of this rack's model, a
-link listed twice). Anything malformed is an InputError naming the file, the entry and the field.
+and one reader: `read_snapshot_file` decodes a file straight into it where that provably reads as
+the strict parse would (opsctl/unique_json.py) and otherwise parses it strictly, and
+`checked_snapshot` converts a parsed document to it; `parse_snapshot` resolves its ids against the
+rack model's PartIndex — what the schema cannot say (an id of this rack's model, a link listed
+twice). Anything malformed is an InputError naming the file, the entry and the field.
 """
 
 from __future__ import annotations
