@@ -149,3 +149,14 @@ def test_a_file_is_named_by_its_path_and_each_of_a_list_by_its_place(tmp_path):
     path.write_text("[]")
     with pytest.raises(InputError, match="holds no snapshot"):
         read_snapshot_file(path)
+
+
+def test_bytes_that_are_not_utf8_are_left_to_the_strict_read_which_names_the_byte(tmp_path):
+    text = _written()
+    bad = text.encode().replace(b'"ct02"', b'"ct\xff2"')
+    assert decode_unique(bad, SnapshotFile) is None
+    assert decode_unique(text.encode(), SnapshotFile) is not None
+    path = tmp_path / "snapshot.json"
+    path.write_bytes(bad)
+    with pytest.raises(InputError, match="not UTF-8 text"):
+        read_snapshot_file(path)
