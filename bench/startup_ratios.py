@@ -5,7 +5,10 @@
   - `opsctl tco run RANGES --draws 100000` against `--draws 1`      (goal: within 4×)
   - `opsctl localize --json DIR/*.json` against `opsctl localize --help`, printed as "228 racks / localize
     --help" (goal: within 5×; only with --fleet DIR: the fleet of bench/localize_fleet.py, --racks of its
-    racks, each snapshot made there first as that script makes it where it is missing)
+    racks, each snapshot made there first as that script makes it where it is missing). Its snapshots
+    hold both ends of every link, as the simulator reads them; with --gpu-ends, only the GPU ends, as
+    `opsctl snapshot` reads a real NVL72 today (switch trays run NVOS, which the probe does not read:
+    they answer with no links, docs/probe-output.md) — half the JSON, kept in DIR-gpu-ends
 
 Method: each figure and its baseline run as interleaved pairs of fresh processes (baseline, then the
 command, --pairs times), so load that comes and goes on a shared machine falls on both alike; the
@@ -15,7 +18,7 @@ ratio of the medians. The load average is printed before and after, and the byte
 it) or, with --cold, none (every run compiles its modules: PYTHONPYCACHEPREFIX set to a fresh empty
 folder per run).
 
-    .venv/bin/python bench/startup_ratios.py [--pairs 11] [--cold] [--fleet /tmp/opsctl-fleet [--racks 228]] [--only tco]
+    .venv/bin/python bench/startup_ratios.py [--pairs 11] [--cold] [--fleet /tmp/opsctl-fleet [--racks 228] [--gpu-ends]] [--only tco]
 """
 
 from __future__ import annotations
@@ -96,12 +99,30 @@ def fleet_files(folder: str, racks: int) -> list[str]:
     return [str(Path(folder) / f"fleet{n:03d}.json") for n in range(1, racks + 1)]
 
 
+def gpu_ends(files: list[str], folder: str) -> list[str]:
+    """The same racks with only their GPU-end rows (made in `folder` where missing): what a real
+    NVL72 gives, its switch trays answering with no links."""
+    import json
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    made = []
+    for path in files:
+        target = Path(folder) / Path(path).name
+        if not target.exists():
+            snapshot = json.loads(Path(path).read_text())
+            snapshot["links"] = [link for link in snapshot["links"] if link.get("side") != "switch"]
+            target.write_text(json.dumps(snapshot))
+        made.append(str(target))
+    return made
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=11)
     parser.add_argument("--cold", action="store_true", help="no cached bytecode: every run compiles its modules")
     parser.add_argument("--fleet", help="the folder of the fleet's rack snapshots (bench/localize_fleet.py --dir)")
     parser.add_argument("--racks", type=int, default=228, help="racks of the fleet to localize (default 228)")
+    parser.add_argument("--gpu-ends", action="store_true", help="localize the fleet's racks with only their GPU ends, as a real NVL72 is read")
     parser.add_argument("--only", choices=("help", "health", "tco", "localize"), action="append")
     args = parser.parse_args()
     chosen = set(args.only or ("help", "health", "tco", "localize"))
@@ -123,8 +144,11 @@ def main() -> int:
         report(f"opsctl tco run {RANGES.name} --draws 100000", "--draws 1", base, runs, "≤ 4×")
     if "localize" in chosen and args.fleet:
         files = fleet_files(args.fleet, args.racks)
+        if args.gpu_ends:
+            files = gpu_ends(files, args.fleet.rstrip("/") + "-gpu-ends")
         base, runs = pairs([*OPSCTL, "localize", "--help"], [*OPSCTL, "localize", "--json", *files], args.pairs, args.cold)
-        report(f"opsctl localize --json of {len(files)} racks' snapshots (its default: one process a CPU)",
+        ends = "GPU ends only" if args.gpu_ends else "both ends"
+        report(f"opsctl localize --json of {len(files)} racks' snapshots, {ends} (its default: one process a CPU)",
                "opsctl localize --help", base, runs, "≤ 5× at 228 racks")
         (bw, bc), (cw, cc) = medians(base), medians(runs)
         print(f"  {len(files)} racks / localize --help: {cw / bw:.2f}× wall, {cc / bc:.2f}× CPU "
