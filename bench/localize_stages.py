@@ -3,9 +3,9 @@
 The stages are those of opsctl.localize.localize_files for one file: reading it (the file, the JSON,
 the checks on repeated keys and nesting and against the snapshot schema, which msgspec does in one
 pass), resolving its readings onto the rack model, and localizing (the evidence, the search, the
-result document). Each
-is timed in CPU seconds over every rack, the best of --rounds passes (another process's load only
-ever adds), and printed per rack; then the whole of localize_files in one process, for comparison.
+result document). Each is timed in CPU seconds over every rack, the best of --rounds passes (another
+process's load only ever adds), and printed per rack; then the whole of localize_files in one
+process, for comparison.
 
     .venv/bin/python bench/localize_stages.py [--dir /tmp/opsctl-fleet] [--racks 228] [--rounds 3]
 
@@ -67,9 +67,9 @@ def main() -> int:
     print(f"{len(files)} racks of {args.dir}, best of {args.rounds} rounds, CPU ms a rack; load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     for name, spent in zip(STAGES, best):
-        print(f"  {name:48s} {spent / len(files) * 1000:6.2f}")
-    print(f"  {'the three':48s} {sum(best) / len(files) * 1000:6.2f}")
-    print(f"  {'localize_files, one process':48s} {min(whole) / len(files) * 1000:6.2f}")
+        print(f"  {name:52s} {spent / len(files) * 1000:6.2f}")
+    print(f"  {'the three':52s} {sum(best) / len(files) * 1000:6.2f}")
+    print(f"  {'localize_files, one process':52s} {min(whole) / len(files) * 1000:6.2f}")
     return 0
 
 

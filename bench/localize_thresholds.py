@@ -7,10 +7,10 @@ rules on an HGX H100 (NVLink 4; CRC noise on every healthy link drawn up to 50/s
 100/s fail limit), the NVLink 5 rules of DCGM 4.6's MonitorNVLink5Fields (each counter, the
 recovery events, the effective BER and the symbol BER against DCGM's floor) on a GB200 NVL72
 (which has no data-link counter; an effective BER drawn up to 5e-13 on every healthy link, half of
-DCGM's 1e-12). Each trial puts k
-faulty links (1-3; 1-2 on HGX) on links of different trays (HGX: GPUs) and switch chips, each at
-`level` × its rule's limit, and localizes the snapshot. Above the limit every faulty link should be named;
-below it nothing should be. Printed per rule and level: trials, the share whose named faults are
+DCGM's 1e-12). Each trial puts k faulty links (1-3; 1-2 on HGX) on links of different trays (HGX:
+GPUs) and switch chips, each at `level` × its rule's limit (the symbol BER: at a packed value around
+DCGM's floor), and localizes the snapshot. Above the limit every faulty link should be named; below
+it nothing should be. Printed per rule and level: trials, the share whose named faults are
 exactly the injected links (detected), and the share that named anything not injected (false alarms).
 
     .venv/bin/python bench/localize_thresholds.py [--trials N] [--seed N]
