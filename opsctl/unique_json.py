@@ -10,10 +10,10 @@ is needed). Decoded into msgspec Structs (`type`), a field is written back only 
 from its default, so a Struct written back names at most the keys the input gave it: every Struct
 of `type` must be declared with omit_defaults=True (a field the writers give explicitly is best
 left to default to UNSET, which no given value equals, or its file takes the strict parse every
-time). Either way the two counts of ':' are equal only if no key was dropped. Anything this cannot vouch for — an escape,
-a number or text msgspec refuses (NaN, a 5,000-digit integer), nesting too deep, a repeated
-key, a document `type` refuses — is left to the strict parse, which reads or refuses it in its
-own words.
+time). Either way the two counts of ':' are equal only if no key was dropped. Anything this
+cannot vouch for — an escape, a number or text msgspec refuses (NaN, a 5,000-digit integer),
+nesting too deep, a repeated key, a document `type` refuses — is left to the strict parse, which
+reads or refuses it in its own words.
 """
 
 from __future__ import annotations
